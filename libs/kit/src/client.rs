@@ -1,0 +1,58 @@
+//! Client channels to other services: lazily connected, reconnecting, with a deadline on every
+//! call and the trace context injected into every request.
+
+use std::time::Duration;
+
+use oxigram_telemetry::propagation::TracePropagation;
+use tokio_util::sync::CancellationToken;
+use tonic::{
+    service::interceptor::InterceptedService,
+    transport::{Channel, Endpoint},
+};
+use tonic_health::pb::{
+    HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+};
+
+/// A channel to another service, carrying trace context.
+pub type GrpcChannel = InterceptedService<Channel, TracePropagation>;
+
+/// A lazily connected channel: the first call connects, a broken connection reconnects.
+pub fn channel(endpoint: &str, timeout: Duration) -> anyhow::Result<GrpcChannel> {
+    let channel = Endpoint::from_shared(endpoint.to_owned())?
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(timeout)
+        .tcp_nodelay(true)
+        .http2_keep_alive_interval(Duration::from_secs(20))
+        .connect_lazy();
+    Ok(InterceptedService::new(channel, TracePropagation))
+}
+
+/// Waits, with capped exponential backoff, until the service at `endpoint` reports SERVING.
+/// Returns an error only when `shutdown` fires first.
+pub async fn wait_serving(
+    name: &str,
+    endpoint: &str,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let mut delay = Duration::from_millis(50);
+    let mut client = HealthClient::new(channel(endpoint, Duration::from_secs(2))?);
+    loop {
+        let answer = client
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await;
+        match answer {
+            Ok(resp) if resp.get_ref().status == ServingStatus::Serving as i32 => return Ok(()),
+            Ok(_) => tracing::debug!(dependency = name, "dependency not serving yet"),
+            Err(status) => {
+                tracing::debug!(dependency = name, %status, "dependency not answering yet")
+            }
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => anyhow::bail!("shut down while waiting for {name}"),
+            _ = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}

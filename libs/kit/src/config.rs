@@ -1,0 +1,237 @@
+//! Layered configuration: built-in defaults, then an optional TOML file, then environment
+//! variables prefixed `OXIGRAM_` (nested keys separated by `__`, e.g.
+//! `OXIGRAM_SERVICES__MESSAGES__LISTEN=0.0.0.0:7711`).
+
+use std::{net::SocketAddr, path::Path, time::Duration};
+
+use figment::{
+    Figment,
+    providers::{Env, Format, Serialized, Toml},
+};
+use oxigram_telemetry::TelemetryConfig;
+use serde::{Deserialize, Serialize};
+
+/// Where one service listens and how the others reach it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServiceAddr {
+    pub listen: SocketAddr,
+    /// The URL other services dial, e.g. `http://svc-messages:7711`.
+    pub endpoint: String,
+    /// This service's own Postgres; falls back to the top-level `database_url`.
+    #[serde(default)]
+    pub database_url: Option<String>,
+}
+
+impl ServiceAddr {
+    fn local(port: u16) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], port)),
+            endpoint: format!("http://127.0.0.1:{port}"),
+            database_url: None,
+        }
+    }
+}
+
+/// The six services' addresses.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Services {
+    pub gateway: ServiceAddr,
+    pub messages: ServiceAddr,
+    pub updates: ServiceAddr,
+    pub dialogs: ServiceAddr,
+    pub dispatch: ServiceAddr,
+    pub media: ServiceAddr,
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Self {
+            gateway: ServiceAddr::local(7710),
+            messages: ServiceAddr::local(7711),
+            updates: ServiceAddr::local(7712),
+            dialogs: ServiceAddr::local(7713),
+            dispatch: ServiceAddr::local(7714),
+            media: ServiceAddr::local(7715),
+        }
+    }
+}
+
+/// Relay tuning shared by every outbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OutboxConfig {
+    pub batch_size: u32,
+    pub lease_ms: u64,
+    pub poll_ms: u64,
+    pub max_attempts: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// How long the relay leaves a fresh row to the producer's own post-commit hand-off.
+    pub fast_path_grace_ms: u64,
+}
+
+impl Default for OutboxConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 200,
+            lease_ms: 10_000,
+            poll_ms: 500,
+            max_attempts: 25,
+            backoff_base_ms: 100,
+            backoff_max_ms: 30_000,
+            fast_path_grace_ms: 2_000,
+        }
+    }
+}
+
+/// Gateway-only settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GatewayConfig {
+    /// When set, every login code is this value (tests, demos). Otherwise codes are random
+    /// and written to the log by the development code sender.
+    #[serde(deserialize_with = "code_text")]
+    pub fixed_login_code: Option<String>,
+    /// The URL dispatch uses to push to this gateway instance (defaults to its endpoint).
+    pub advertise_push: Option<String>,
+    /// How long a device route lives in Redis without a refresh.
+    pub route_ttl_secs: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            fixed_login_code: None,
+            advertise_push: None,
+            route_ttl_secs: 60,
+        }
+    }
+}
+
+/// A login code is text, but an environment variable such as `…=24680` reads as a number.
+fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Code {
+        Text(String),
+        Number(u64),
+    }
+    Ok(Option::<Code>::deserialize(d)?.map(|c| match c {
+        Code::Text(t) => t,
+        Code::Number(n) => n.to_string(),
+    }))
+}
+
+/// Media-only settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MediaConfig {
+    /// Folder of the local blob store.
+    pub blob_dir: String,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        Self {
+            blob_dir: ".oxigram/media".into(),
+        }
+    }
+}
+
+/// The whole configuration of an oxigram process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub telemetry: TelemetryConfig,
+    /// Prometheus endpoint of this process; none when unset.
+    pub metrics_addr: Option<SocketAddr>,
+    /// The Postgres every service uses unless its own `database_url` is set.
+    pub database_url: Option<String>,
+    pub redis_url: Option<String>,
+    /// Prefix of every Redis key, so several installations can share one Redis.
+    pub redis_key_prefix: String,
+    pub db_pool_size: u32,
+    /// Deadline of every internal gRPC call.
+    pub rpc_timeout_ms: u64,
+    pub services: Services,
+    pub outbox: OutboxConfig,
+    pub gateway: GatewayConfig,
+    pub media: MediaConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            telemetry: TelemetryConfig::default(),
+            metrics_addr: None,
+            database_url: None,
+            redis_url: None,
+            redis_key_prefix: "oxigram:".into(),
+            db_pool_size: 16,
+            rpc_timeout_ms: 5_000,
+            services: Services::default(),
+            outbox: OutboxConfig::default(),
+            gateway: GatewayConfig::default(),
+            media: MediaConfig::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Defaults, then `file` (when given), then `OXIGRAM_*` environment variables.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(file) = file {
+            anyhow::ensure!(file.exists(), "config file {} not found", file.display());
+            figment = figment.merge(Toml::file(file));
+        }
+        Ok(figment
+            .merge(Env::prefixed("OXIGRAM_").split("__"))
+            .extract()?)
+    }
+
+    /// The Postgres URL a service uses.
+    pub fn database_url_for(&self, service: &ServiceAddr) -> anyhow::Result<String> {
+        service
+            .database_url
+            .clone()
+            .or_else(|| self.database_url.clone())
+            .ok_or_else(|| anyhow::anyhow!("no database_url configured"))
+    }
+
+    pub fn redis_url(&self) -> anyhow::Result<&str> {
+        self.redis_url
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("no redis_url configured"))
+    }
+
+    pub fn rpc_timeout(&self) -> Duration {
+        Duration::from_millis(self.rpc_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_overrides_file_overrides_defaults() -> anyhow::Result<()> {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "oxigram.toml",
+                "db_pool_size = 4\n[services.messages]\nlisten = \"0.0.0.0:9000\"\nendpoint = \"http://m:9000\"\n",
+            )?;
+            jail.set_env("OXIGRAM_DB_POOL_SIZE", "7");
+            // A bare number is read as a number; quoting keeps leading zeros.
+            jail.set_env("OXIGRAM_GATEWAY__FIXED_LOGIN_CODE", "\"02468\"");
+            let config = Config::load(Some(Path::new("oxigram.toml")))
+                .map_err(|e| figment::Error::from(e.to_string()))?;
+            assert_eq!(config.db_pool_size, 7);
+            assert_eq!(config.gateway.fixed_login_code.as_deref(), Some("02468"));
+            assert_eq!(config.services.messages.endpoint, "http://m:9000");
+            assert_eq!(config.services.updates.endpoint, "http://127.0.0.1:7712");
+            Ok(())
+        });
+        Ok(())
+    }
+}

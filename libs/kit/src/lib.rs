@@ -1,0 +1,14 @@
+//! The server kit every oxigram service is built with: layered configuration, a gRPC server
+//! with health, reflection and trace propagation, client channels with deadlines, and
+//! graceful shutdown on SIGTERM/SIGINT.
+
+pub mod client;
+pub mod config;
+pub mod server;
+pub mod shutdown;
+pub mod startup;
+
+pub use client::{GrpcChannel, channel, wait_serving};
+pub use config::{Config, ServiceAddr};
+pub use server::{GrpcServer, Readiness};
+pub use shutdown::shutdown_on_signals;

@@ -1,0 +1,165 @@
+//! The transactional outbox: every arrow between services that carries a fact.
+//!
+//! The producer writes its rows and an outbox row in one local transaction ([`Outbox::enqueue`]).
+//! Right after commit it either hands the event off itself and acks the row (the fast path) or
+//! wakes the [`Relay`]. The relay claims due rows in batches (`FOR UPDATE SKIP LOCKED`), leases
+//! them by moving `available_at` forward, delivers, and deletes what was delivered; failures are
+//! retried with capped exponential backoff until `max_attempts`, then kept as failed. The
+//! receiver deduplicates by event id ([`first_delivery`]), so a replay is harmless.
+
+mod metrics;
+mod relay;
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use sqlx::{PgConnection, PgPool, migrate::Migrator};
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
+
+/// The outbox and inbox tables, applied into each service's schema next to its own migrations.
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// Who hands a fresh row off first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandOff {
+    /// The producer delivers right after commit; the relay waits `fast_path_grace` first.
+    FastPath,
+    /// The relay delivers at once; call [`Outbox::wake`] after commit.
+    Relay,
+}
+
+/// The outbox of one service schema.
+#[derive(Clone)]
+pub struct Outbox {
+    pool: PgPool,
+    schema: &'static str,
+    config: RelayConfig,
+    wakers: Arc<HashMap<&'static str, Arc<Notify>>>,
+}
+
+impl Outbox {
+    /// `destinations` lists every destination this producer writes to.
+    pub fn new(
+        pool: PgPool,
+        schema: &'static str,
+        config: RelayConfig,
+        destinations: &[&'static str],
+    ) -> Self {
+        let wakers = destinations
+            .iter()
+            .map(|d| (*d, Arc::new(Notify::new())))
+            .collect();
+        Self {
+            pool,
+            schema,
+            config,
+            wakers: Arc::new(wakers),
+        }
+    }
+
+    /// Writes one event inside the producer's transaction; returns the row id.
+    pub async fn enqueue(
+        &self,
+        tx: &mut PgConnection,
+        destination: &'static str,
+        event_id: Uuid,
+        payload: &[u8],
+        hand_off: HandOff,
+    ) -> Result<i64, sqlx::Error> {
+        let delay_ms = match hand_off {
+            HandOff::FastPath => self.config.fast_path_grace.as_millis() as i64,
+            HandOff::Relay => 0,
+        };
+        let traceparent = oxigram_telemetry::propagation::current_traceparent();
+        sqlx::query_scalar(
+            "INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
+             VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
+             ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
+             RETURNING id",
+        )
+        .bind(destination)
+        .bind(event_id)
+        .bind(payload)
+        .bind(traceparent)
+        .bind(delay_ms)
+        .fetch_one(tx)
+        .await
+    }
+
+    /// Wakes the relay of `destination` (after the producing transaction committed).
+    pub fn wake(&self, destination: &str) {
+        if let Some(n) = self.wakers.get(destination) {
+            n.notify_one();
+        }
+    }
+
+    /// The fast path delivered these rows: delete them (outbox primary key).
+    pub async fn ack(&self, destination: &'static str, ids: &[i64]) -> Result<(), sqlx::Error> {
+        sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
+            .bind(ids)
+            .execute(&self.pool)
+            .await?;
+        metrics::delivered(self.schema, destination, "fast_path", ids.len() as u64);
+        Ok(())
+    }
+
+    /// The relay for `destination`; run it with [`Relay::run`].
+    pub fn relay<D: Destination>(&self, destination: D) -> Relay<D> {
+        let notify = self
+            .wakers
+            .get(D::NAME)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Notify::new()));
+        Relay::new(
+            self.pool.clone(),
+            self.schema,
+            self.config.clone(),
+            destination,
+            notify,
+        )
+    }
+
+    /// Rows still waiting for `destination` (tests and health reports).
+    pub async fn pending(&self, destination: &str) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE destination = $1 AND status = 0")
+            .bind(destination)
+            .fetch_one(&self.pool)
+            .await
+    }
+}
+
+/// Receiver side: records `event_id` in the inbox inside the receiver's transaction; `false`
+/// when it was received before (skip it).
+pub async fn first_delivery(tx: &mut PgConnection, event_id: Uuid) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query("INSERT INTO inbox (event_id) VALUES ($1) ON CONFLICT DO NOTHING")
+        .bind(event_id)
+        .execute(tx)
+        .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+impl RelayConfig {
+    /// Relay settings from the shared configuration's numbers (milliseconds).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_millis(
+        batch_size: u32,
+        lease_ms: u64,
+        poll_ms: u64,
+        max_attempts: u32,
+        backoff_base_ms: u64,
+        backoff_max_ms: u64,
+        fast_path_grace_ms: u64,
+    ) -> Self {
+        Self {
+            batch_size: batch_size.clamp(1, 10_000),
+            lease: Duration::from_millis(lease_ms),
+            poll: Duration::from_millis(poll_ms),
+            max_attempts: max_attempts.max(1),
+            backoff_base: Duration::from_millis(backoff_base_ms),
+            backoff_max: Duration::from_millis(backoff_max_ms),
+            fast_path_grace: Duration::from_millis(fast_path_grace_ms),
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The relay: claims due outbox rows of one destination in batches, delivers them, and
+//! records the outcome (delete on success; backoff, or terminal failure, otherwise).
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use sqlx::{PgPool, Row};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use uuid::Uuid;
+
+use crate::metrics;
+
+/// How a relay paces itself.
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    pub batch_size: u32,
+    /// How long a claimed row stays invisible to other relays.
+    pub lease: Duration,
+    /// How often an idle relay looks for due rows without being woken.
+    pub poll: Duration,
+    pub max_attempts: u32,
+    pub backoff_base: Duration,
+    pub backoff_max: Duration,
+    pub fast_path_grace: Duration,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        Self::from_millis(200, 10_000, 500, 25, 100, 30_000, 2_000)
+    }
+}
+
+/// One claimed row.
+#[derive(Debug, Clone)]
+pub struct OutboxMessage {
+    pub id: i64,
+    pub event_id: Uuid,
+    pub payload: Vec<u8>,
+    pub attempts: i32,
+    pub traceparent: Option<String>,
+}
+
+/// Where a relay hands rows off to (usually another service's idempotent gRPC method).
+pub trait Destination: Send + Sync + 'static {
+    /// The destination's name in the outbox table.
+    const NAME: &'static str;
+
+    /// Delivers a whole batch; an error makes every row of the batch retry.
+    fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), String>> + Send;
+}
+
+/// The relay of one destination.
+pub struct Relay<D> {
+    pool: PgPool,
+    schema: &'static str,
+    config: RelayConfig,
+    destination: D,
+    notify: Arc<Notify>,
+}
+
+impl<D: Destination> Relay<D> {
+    pub(crate) fn new(
+        pool: PgPool,
+        schema: &'static str,
+        config: RelayConfig,
+        destination: D,
+        notify: Arc<Notify>,
+    ) -> Self {
+        Self {
+            pool,
+            schema,
+            config,
+            destination,
+            notify,
+        }
+    }
+
+    /// Runs until `shutdown`; never returns early on delivery or database errors.
+    /// Boxed so that callers' futures stay provably `Send`.
+    pub fn run(self, shutdown: CancellationToken) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(self.run_inner(shutdown))
+    }
+
+    async fn run_inner(self, shutdown: CancellationToken) {
+        tracing::info!(
+            schema = self.schema,
+            destination = D::NAME,
+            "outbox relay started"
+        );
+        loop {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            let idle = match self.round().await {
+                Ok(n) => n < self.config.batch_size as usize,
+                Err(err) => {
+                    tracing::warn!(destination = D::NAME, error = %err, "outbox claim failed");
+                    true
+                }
+            };
+            if idle {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = self.notify.notified() => {},
+                    _ = tokio::time::sleep(self.config.poll) => {},
+                }
+            }
+        }
+        tracing::info!(
+            schema = self.schema,
+            destination = D::NAME,
+            "outbox relay stopped"
+        );
+    }
+
+    /// Claims and delivers one batch; returns how many rows it claimed.
+    pub async fn round(&self) -> Result<usize, sqlx::Error> {
+        let batch = self.claim().await?;
+        if batch.is_empty() {
+            return Ok(0);
+        }
+        let span = tracing::info_span!(
+            "outbox.deliver",
+            destination = D::NAME,
+            schema = self.schema,
+            batch = batch.len()
+        );
+        oxigram_telemetry::propagation::continue_stored(
+            &span,
+            batch.iter().filter_map(|m| m.traceparent.as_deref()),
+        );
+        let outcome = self.destination.deliver(&batch).instrument(span).await;
+        let ids: Vec<i64> = batch.iter().map(|m| m.id).collect();
+        match outcome {
+            Ok(()) => {
+                sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
+                    .bind(&ids)
+                    .execute(&self.pool)
+                    .await?;
+                metrics::delivered(self.schema, D::NAME, "relay", ids.len() as u64);
+            }
+            Err(error) => {
+                tracing::warn!(destination = D::NAME, %error, rows = ids.len(), "outbox delivery failed");
+                let failed: i64 = sqlx::query(
+                    "WITH moved AS (
+                        UPDATE outbox SET
+                            status = CASE WHEN attempts >= $2 THEN 2 ELSE 0 END,
+                            available_at = now() + LEAST($4::float8, $3::float8 * power(2, attempts - 1))
+                                * (0.8 + random() * 0.4) * interval '1 millisecond',
+                            last_error = $5
+                        WHERE id = ANY($1)
+                        RETURNING status)
+                     SELECT count(*) FILTER (WHERE status = 2) FROM moved",
+                )
+                .bind(&ids)
+                .bind(self.config.max_attempts as i32)
+                .bind(self.config.backoff_base.as_millis() as f64)
+                .bind(self.config.backoff_max.as_millis() as f64)
+                .bind(error)
+                .fetch_one(&self.pool)
+                .await?
+                .try_get(0)?;
+                metrics::failed(self.schema, D::NAME, failed as u64);
+                metrics::retried(self.schema, D::NAME, ids.len() as u64 - failed as u64);
+            }
+        }
+        Ok(ids.len())
+    }
+
+    /// Leases a batch of due rows (index `outbox_due`).
+    async fn claim(&self) -> Result<Vec<OutboxMessage>, sqlx::Error> {
+        let rows = sqlx::query(
+            "UPDATE outbox SET available_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
+             WHERE id IN (
+                SELECT id FROM outbox
+                WHERE destination = $1 AND status = 0 AND available_at <= now()
+                ORDER BY available_at, id
+                LIMIT $2
+                FOR UPDATE SKIP LOCKED)
+             RETURNING id, event_id, payload, attempts, traceparent",
+        )
+        .bind(D::NAME)
+        .bind(self.config.batch_size as i64)
+        .bind(self.config.lease.as_millis() as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut batch = rows
+            .into_iter()
+            .map(|r| {
+                Ok(OutboxMessage {
+                    id: r.try_get("id")?,
+                    event_id: r.try_get("event_id")?,
+                    payload: r.try_get("payload")?,
+                    attempts: r.try_get("attempts")?,
+                    traceparent: r.try_get("traceparent")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        // RETURNING has no order; deliver in the order the rows were written.
+        batch.sort_by_key(|m| m.id);
+        Ok(batch)
+    }
+}

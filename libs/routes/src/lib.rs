@@ -1,0 +1,111 @@
+//! Online device routes: which gateway instance holds the update stream of which device.
+//!
+//! Routes live in Redis and only there, because they can be rebuilt: a gateway re-registers
+//! every open stream on its refresh tick, and an entry expires when its gateway stops
+//! refreshing it. Each user has one hash, `{prefix}routes:{user_id}`, mapping an auth key id to
+//! `{epoch}|{push endpoint}`. The epoch grows with every (re)connection of the device, so a
+//! gateway that lost the device never removes the route a newer connection wrote.
+//! When Redis is down, lookups fail and pushes wait for the relay's retry; sending goes on.
+
+use std::{sync::Arc, time::Duration};
+
+use redis::{AsyncCommands, aio::ConnectionManager};
+use tokio::sync::Mutex;
+
+/// One online device of a user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub auth_key_id: i64,
+    pub epoch: u64,
+    pub push_endpoint: String,
+}
+
+/// The route table, shared by the gateways (writers) and dispatch (reader).
+#[derive(Clone)]
+pub struct Routes {
+    client: redis::Client,
+    prefix: String,
+    ttl: Duration,
+    conn: Arc<Mutex<Option<ConnectionManager>>>,
+}
+
+const UNREGISTER: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0";
+
+impl Routes {
+    /// No connection is made until the first call, so a Redis outage never blocks start-up.
+    pub fn new(url: &str, prefix: &str, ttl: Duration) -> redis::RedisResult<Self> {
+        Ok(Self {
+            client: redis::Client::open(url)?,
+            prefix: prefix.to_owned(),
+            ttl,
+            conn: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    fn key(&self, user_id: i64) -> String {
+        format!("{}routes:{user_id}", self.prefix)
+    }
+
+    async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(1)))
+            .set_response_timeout(Some(Duration::from_secs(1)))
+            .set_number_of_retries(1);
+        let conn = ConnectionManager::new_with_config(self.client.clone(), config).await?;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Registers (or refreshes) a device's route and extends the user's entry's lifetime.
+    pub async fn register(&self, user_id: i64, route: &Route) -> redis::RedisResult<()> {
+        let mut conn = self.connection().await?;
+        let key = self.key(user_id);
+        let value = format!("{}|{}", route.epoch, route.push_endpoint);
+        redis::pipe()
+            .atomic()
+            .hset(&key, route.auth_key_id, value)
+            .ignore()
+            .expire(&key, self.ttl.as_secs() as i64)
+            .ignore()
+            .query_async::<()>(&mut conn)
+            .await
+    }
+
+    /// Removes a device's route, unless a newer connection replaced it meanwhile.
+    pub async fn unregister(&self, user_id: i64, route: &Route) -> redis::RedisResult<()> {
+        let mut conn = self.connection().await?;
+        let value = format!("{}|{}", route.epoch, route.push_endpoint);
+        redis::Script::new(UNREGISTER)
+            .key(self.key(user_id))
+            .arg(route.auth_key_id)
+            .arg(value)
+            .invoke_async::<i64>(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The online devices of a user.
+    pub async fn lookup(&self, user_id: i64) -> redis::RedisResult<Vec<Route>> {
+        let mut conn = self.connection().await?;
+        let entries: Vec<(i64, String)> = conn.hgetall(self.key(user_id)).await?;
+        Ok(entries
+            .into_iter()
+            .filter_map(|(auth_key_id, value)| {
+                let (epoch, endpoint) = value.split_once('|')?;
+                Some(Route {
+                    auth_key_id,
+                    epoch: epoch.parse().ok()?,
+                    push_endpoint: endpoint.to_owned(),
+                })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,72 @@
+//! Postgres for one service: a pool whose connections see only the service's own schema
+//! (`search_path`), and migrations applied into that schema.
+
+use std::str::FromStr;
+
+use sqlx::{
+    PgPool,
+    migrate::Migrator,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
+
+/// A lazily connecting pool bound to `schema`: unqualified names resolve there and only there.
+pub fn connect_lazy(url: &str, schema: &str, pool_size: u32) -> anyhow::Result<PgPool> {
+    anyhow::ensure!(is_identifier(schema), "invalid schema name {schema:?}");
+    let options = PgConnectOptions::from_str(url)?
+        .options([("search_path", schema)])
+        .application_name(&format!("oxigram-{schema}"));
+    Ok(PgPoolOptions::new()
+        .max_connections(pool_size)
+        .acquire_timeout(std::time::Duration::from_secs(5))
+        .connect_lazy_with(options))
+}
+
+/// Creates the schema when missing and applies `migrators` (the service's own first, then
+/// those of shared libraries such as the outbox) into it, as one ordered set.
+///
+/// Boxed so that callers' futures stay provably `Send` (sqlx's migrator is generic over lifetimes).
+pub fn migrate<'a>(
+    pool: &'a PgPool,
+    schema: &'a str,
+    migrators: &'a [&'a Migrator],
+) -> futures::future::BoxFuture<'a, anyhow::Result<()>> {
+    Box::pin(migrate_inner(pool, schema, migrators))
+}
+
+async fn migrate_inner(pool: &PgPool, schema: &str, migrators: &[&Migrator]) -> anyhow::Result<()> {
+    anyhow::ensure!(is_identifier(schema), "invalid schema name {schema:?}");
+    let migrations = migrators
+        .iter()
+        .flat_map(|m| m.iter().cloned())
+        .collect::<Vec<_>>();
+    let combined = Migrator::with_migrations(migrations);
+    let mut conn = pool.acquire().await?;
+    // Services may start together against one database: serialise schema creation too.
+    sqlx::query("SELECT pg_advisory_lock(hashtext('oxigram.schema'))")
+        .execute(&mut *conn)
+        .await?;
+    let created = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE SCHEMA IF NOT EXISTS \"{schema}\""
+    )))
+    .execute(&mut *conn)
+    .await;
+    let migrated = match created {
+        // Runs on another pooled connection while this one holds the lock.
+        Ok(_) => combined.run(pool).await.map_err(anyhow::Error::from),
+        Err(e) => Err(e.into()),
+    };
+    sqlx::query("SELECT pg_advisory_unlock(hashtext('oxigram.schema'))")
+        .execute(&mut *conn)
+        .await?;
+    migrated?;
+    tracing::info!(schema, "migrations applied");
+    Ok(())
+}
+
+fn is_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}

@@ -1,0 +1,68 @@
+//! `oxigram serve --target …` and `oxigram up`.
+
+use std::{path::PathBuf, sync::Arc};
+
+use clap::{Parser, Subcommand};
+use oxigram::{Target, UpOptions};
+use oxigram_kit::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "oxigram",
+    version,
+    about = "A Telegram-class messaging backend"
+)]
+struct Cli {
+    /// TOML config file (defaults, then this file, then OXIGRAM_* env).
+    #[arg(long, global = true, env = "OXIGRAM_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the chosen services in this process.
+    Serve {
+        /// `all`, or a comma-separated list of gateway, messages, updates, dialogs, dispatch, media.
+        #[arg(long, default_value = "all")]
+        target: String,
+    },
+    /// Runs the whole system on this machine, with a private Postgres and Redis.
+    Up {
+        #[arg(long, default_value = ".oxigram")]
+        data_dir: PathBuf,
+        /// Never run apt-get; fail when Postgres or Redis is missing.
+        #[arg(long)]
+        no_install: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let mut config = Config::load(cli.config.as_deref())?;
+    if matches!(cli.command, Command::Up { .. })
+        && std::env::var_os("OXIGRAM_TELEMETRY__LOG_FORMAT").is_none()
+    {
+        config.telemetry.log_format = "text".into();
+    }
+    let _telemetry = oxigram_telemetry::init("oxigram", &config.telemetry)?;
+    let shutdown = oxigram_kit::shutdown_on_signals();
+    match cli.command {
+        Command::Serve { target } => {
+            let targets = Target::parse_list(&target)?;
+            oxigram::run(Arc::new(config), &targets, shutdown).await
+        }
+        Command::Up {
+            data_dir,
+            no_install,
+        } => {
+            let options = UpOptions {
+                data_dir,
+                install_missing: !no_install,
+            };
+            oxigram::up(config, options, shutdown).await
+        }
+    }
+}

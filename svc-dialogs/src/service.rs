@@ -1,0 +1,88 @@
+//! The Dialogs gRPC service.
+
+use oxigram_errors::{Error, ErrorCode};
+use oxigram_proto::internal::v1::{
+    ApplyEventsRequest, ApplyEventsResponse, GetDialogsRequest, GetDialogsResponse,
+    dialogs_server::Dialogs,
+};
+use sqlx::PgPool;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+use crate::store;
+
+/// Most dialogs one page returns.
+pub const MAX_DIALOGS_LIMIT: i32 = 100;
+/// Most events one ApplyEvents may carry.
+pub const MAX_EVENTS: usize = 1000;
+
+pub struct DialogsService {
+    pool: PgPool,
+}
+
+impl DialogsService {
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+}
+
+fn fail(code: ErrorCode, detail: &str) -> Status {
+    Error::new(code, detail).into()
+}
+
+#[tonic::async_trait]
+impl Dialogs for DialogsService {
+    async fn apply_events(
+        &self,
+        request: Request<ApplyEventsRequest>,
+    ) -> Result<Response<ApplyEventsResponse>, Status> {
+        let events = request.into_inner().events;
+        if events.len() > MAX_EVENTS {
+            return Err(fail(ErrorCode::LimitInvalid, "too many events"));
+        }
+        let events = events
+            .into_iter()
+            .map(|e| {
+                Uuid::parse_str(&e.event_id)
+                    .map(|id| (id, e))
+                    .map_err(|_| fail(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let applied = store::apply(&self.pool, events)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(ApplyEventsResponse { applied }))
+    }
+
+    async fn get_dialogs(
+        &self,
+        request: Request<GetDialogsRequest>,
+    ) -> Result<Response<GetDialogsResponse>, Status> {
+        let r = request.into_inner();
+        let limit = match r.limit {
+            0 => 20,
+            l if (1..=MAX_DIALOGS_LIMIT).contains(&l) => l,
+            _ => {
+                return Err(fail(
+                    ErrorCode::LimitInvalid,
+                    "limit must be within 1..=100",
+                ));
+            }
+        };
+        if r.offset_date < 0 || r.offset_id < 0 || r.offset_peer_user_id < 0 {
+            return Err(fail(
+                ErrorCode::OffsetInvalid,
+                "offsets must not be negative",
+            ));
+        }
+        let after = if r.offset_date == 0 {
+            (i64::MAX, i64::MAX, i64::MAX)
+        } else {
+            (r.offset_date, r.offset_id, r.offset_peer_user_id)
+        };
+        let dialogs = store::page(&self.pool, r.owner_id, after, limit)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(GetDialogsResponse { dialogs }))
+    }
+}

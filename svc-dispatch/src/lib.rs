@@ -1,0 +1,58 @@
+//! svc-dispatch: the push outbox. `Enqueue` stores push jobs durably (deduplicated by event
+//! id); the relay claims them in batches, resolves the users' online devices from the route
+//! table, groups the jobs by gateway instance and pushes each group in one call, retrying with
+//! backoff. A device that is offline simply gets nothing: getDifference is its catch-up path.
+
+mod push;
+mod service;
+
+use std::{sync::Arc, time::Duration};
+
+use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_outbox::Outbox;
+use oxigram_proto::internal::v1::dispatch_server::DispatchServer;
+use oxigram_routes::Routes;
+use tokio_util::sync::CancellationToken;
+
+pub use service::DispatchService;
+
+/// This service's Postgres schema.
+pub const SCHEMA: &str = "dispatch";
+/// Outbox destination of push jobs: the gateways.
+pub const TO_GATEWAYS: &str = "push";
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Runs svc-dispatch until `shutdown`.
+pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let me = &config.services.dispatch;
+    let server = GrpcServer::bind("dispatch", me.listen).await?;
+    let pool =
+        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
+    let outbox = Outbox::new(
+        pool.clone(),
+        SCHEMA,
+        startup::relay_config(&config.outbox),
+        &[TO_GATEWAYS],
+    );
+    let routes = Routes::new(
+        config.redis_url()?,
+        &config.redis_key_prefix,
+        Duration::from_secs(config.gateway.route_ttl_secs),
+    )?;
+    let service = DispatchService::new(pool.clone(), outbox.clone());
+    let relay = outbox.relay(push::ToGateways::new(routes, config.rpc_timeout()));
+    let readiness = server.readiness();
+    let background = {
+        let shutdown = shutdown.clone();
+        async move {
+            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, vec![], shutdown.clone())
+                .await?;
+            relay.run(shutdown).await;
+            anyhow::Ok(())
+        }
+    };
+    let grpc_routes = tonic::service::Routes::new(DispatchServer::new(service));
+    tokio::try_join!(server.serve(grpc_routes, shutdown.clone()), background)?;
+    Ok(())
+}

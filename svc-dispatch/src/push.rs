@@ -1,0 +1,97 @@
+//! Pushing claimed jobs to the gateway instances that hold the users' online devices.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Mutex,
+    time::Duration,
+};
+
+use oxigram_kit::GrpcChannel;
+use oxigram_outbox::{Destination, OutboxMessage};
+use oxigram_proto::{
+    internal::v1::{PushRequest, gateway_push_client::GatewayPushClient},
+    types::v1::PushJob,
+};
+use oxigram_routes::Routes;
+use prost::Message as _;
+
+pub struct ToGateways {
+    routes: Routes,
+    timeout: Duration,
+    clients: Mutex<HashMap<String, GatewayPushClient<GrpcChannel>>>,
+}
+
+impl ToGateways {
+    pub fn new(routes: Routes, timeout: Duration) -> Self {
+        Self {
+            routes,
+            timeout,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self, endpoint: &str) -> Result<GatewayPushClient<GrpcChannel>, String> {
+        let mut clients = self
+            .clients
+            .lock()
+            .map_err(|_| "client cache poisoned".to_owned())?;
+        if let Some(c) = clients.get(endpoint) {
+            return Ok(c.clone());
+        }
+        let c = GatewayPushClient::new(
+            oxigram_kit::channel(endpoint, self.timeout).map_err(|e| e.to_string())?,
+        );
+        clients.insert(endpoint.to_owned(), c.clone());
+        Ok(c)
+    }
+}
+
+impl Destination for ToGateways {
+    const NAME: &'static str = crate::TO_GATEWAYS;
+
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+        let jobs = batch
+            .iter()
+            .map(|m| PushJob::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Resolve each user once per batch.
+        let mut routes_of: HashMap<i64, Vec<oxigram_routes::Route>> = HashMap::new();
+        for job in &jobs {
+            if !routes_of.contains_key(&job.user_id) {
+                let routes = self
+                    .routes
+                    .lookup(job.user_id)
+                    .await
+                    .map_err(|e| format!("routes: {e}"))?;
+                routes_of.insert(job.user_id, routes);
+            }
+        }
+        // Group by gateway instance; the device whose request made the event is left out.
+        let mut by_instance: BTreeMap<&str, Vec<PushJob>> = BTreeMap::new();
+        for job in &jobs {
+            let mut instances: Vec<&str> = routes_of
+                .get(&job.user_id)
+                .into_iter()
+                .flatten()
+                .filter(|r| r.auth_key_id != job.origin_auth_key_id)
+                .map(|r| r.push_endpoint.as_str())
+                .collect();
+            instances.sort_unstable();
+            instances.dedup();
+            for instance in instances {
+                by_instance.entry(instance).or_default().push(job.clone());
+            }
+        }
+        let pushes = by_instance.into_iter().map(|(instance, jobs)| async move {
+            let mut client = self.client(instance)?;
+            client
+                .push(PushRequest { jobs })
+                .await
+                .map_err(|s| format!("push to {instance}: {s}"))
+        });
+        for outcome in futures::future::join_all(pushes).await {
+            outcome?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,72 @@
+//! The Dispatch gRPC service: the idempotent receiver of push jobs.
+
+use oxigram_errors::{Error, ErrorCode};
+use oxigram_outbox::{HandOff, Outbox};
+use oxigram_proto::internal::v1::{EnqueueRequest, EnqueueResponse, dispatch_server::Dispatch};
+use prost::Message as _;
+use sqlx::PgPool;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+use crate::TO_GATEWAYS;
+
+/// Most jobs one Enqueue may carry.
+pub const MAX_JOBS: usize = 1000;
+
+pub struct DispatchService {
+    pool: PgPool,
+    outbox: Outbox,
+}
+
+impl DispatchService {
+    pub fn new(pool: PgPool, outbox: Outbox) -> Self {
+        Self { pool, outbox }
+    }
+}
+
+#[tonic::async_trait]
+impl Dispatch for DispatchService {
+    async fn enqueue(
+        &self,
+        request: Request<EnqueueRequest>,
+    ) -> Result<Response<EnqueueResponse>, Status> {
+        let jobs = request.into_inner().jobs;
+        if jobs.len() > MAX_JOBS {
+            return Err(Error::new(ErrorCode::LimitInvalid, "too many jobs").into());
+        }
+        let mut parsed = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let id = Uuid::parse_str(&job.event_id).map_err(|_| {
+                Status::from(Error::new(
+                    ErrorCode::RandomIdInvalid,
+                    "event_id is not a UUID",
+                ))
+            })?;
+            parsed.push((id, job));
+        }
+        let mut tx = self.pool.begin().await.map_err(Error::from)?;
+        let mut accepted = 0;
+        for (id, job) in parsed {
+            if !oxigram_outbox::first_delivery(&mut tx, id)
+                .await
+                .map_err(Error::from)?
+            {
+                continue;
+            }
+            self.outbox
+                .enqueue(
+                    &mut tx,
+                    TO_GATEWAYS,
+                    id,
+                    &job.encode_to_vec(),
+                    HandOff::Relay,
+                )
+                .await
+                .map_err(Error::from)?;
+            accepted += 1;
+        }
+        tx.commit().await.map_err(Error::from)?;
+        self.outbox.wake(TO_GATEWAYS);
+        Ok(Response::new(EnqueueResponse { accepted }))
+    }
+}

@@ -1,0 +1,242 @@
+//! Authentication by auth key, and the Auth service (create key, login codes, sign in/up, log out).
+//!
+//! Every call carries `x-oxigram-auth-key: <id>:<secret hex>`. The acting user is the one the
+//! key is bound to; no request field can name another.
+
+use std::sync::Arc;
+
+use oxigram_errors::{Error, ErrorCode};
+use oxigram_proto::api::v1::{
+    Authorization, CreateAuthKeyRequest, CreateAuthKeyResponse, LogOutRequest, LogOutResponse,
+    SendCodeRequest, SendCodeResponse, SignInRequest, SignUpRequest, auth_server::Auth,
+};
+use rand::Rng;
+use sha2::{Digest, Sha256};
+use tonic::{Request, Response, Status, metadata::MetadataMap};
+
+use crate::{
+    Gateway,
+    accounts::{self, CodeCheck},
+};
+
+/// The metadata entry carrying the caller's auth key.
+pub const AUTH_KEY_HEADER: &str = "x-oxigram-auth-key";
+/// How long a login code stays valid.
+const LOGIN_CODE_TTL_SECS: i64 = 300;
+
+/// Who is calling.
+#[derive(Debug, Clone, Copy)]
+pub struct Caller {
+    pub auth_key_id: i64,
+    /// `None` while the key is signed in to no account.
+    pub user_id: Option<i64>,
+}
+
+impl Caller {
+    /// The signed-in user, or `AUTH_KEY_UNREGISTERED`.
+    pub fn user(&self) -> Result<i64, Status> {
+        self.user_id
+            .ok_or_else(|| Error::new(ErrorCode::AuthKeyUnregistered, "sign in first").into())
+    }
+}
+
+fn hash_secret(secret: &[u8]) -> Vec<u8> {
+    Sha256::digest(secret).to_vec()
+}
+
+/// Resolves the caller from the request's auth key.
+pub async fn caller(gateway: &Gateway, metadata: &MetadataMap) -> Result<Caller, Status> {
+    let invalid = || {
+        Status::from(Error::new(
+            ErrorCode::AuthKeyInvalid,
+            "missing or unknown auth key",
+        ))
+    };
+    let value = metadata
+        .get(AUTH_KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(invalid)?;
+    let (id, secret) = value.split_once(':').ok_or_else(invalid)?;
+    let id: i64 = id.parse().map_err(|_| invalid())?;
+    let secret = hex::decode(secret).map_err(|_| invalid())?;
+    let (stored_hash, user_id) = accounts::auth_key(&gateway.pool, id)
+        .await
+        .map_err(Error::from)?
+        .ok_or_else(invalid)?;
+    if stored_hash != hash_secret(&secret) {
+        return Err(invalid());
+    }
+    Ok(Caller {
+        auth_key_id: id,
+        user_id,
+    })
+}
+
+fn valid_phone(phone: &str) -> Result<String, Status> {
+    let digits: String = phone.strip_prefix('+').unwrap_or(phone).to_owned();
+    if (5..=15).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit()) {
+        Ok(digits)
+    } else {
+        Err(Error::new(
+            ErrorCode::PhoneNumberInvalid,
+            "a phone number is 5 to 15 digits",
+        )
+        .into())
+    }
+}
+
+/// Where login codes go. In development they are written to the log.
+pub trait CodeSender: Send + Sync {
+    fn send(&self, phone: &str, code: &str);
+}
+
+/// The development code sender: the code appears in the gateway's log.
+pub struct LogCodeSender;
+
+impl CodeSender for LogCodeSender {
+    fn send(&self, phone: &str, code: &str) {
+        tracing::info!(phone, code, "login code (development code sender)");
+    }
+}
+
+pub struct AuthApi(pub Arc<Gateway>);
+
+impl AuthApi {
+    async fn verify_code(&self, phone: &str, hash: &str, code: &str) -> Result<(), Status> {
+        if hash.is_empty() {
+            return Err(
+                Error::new(ErrorCode::PhoneCodeHashEmpty, "phone_code_hash is empty").into(),
+            );
+        }
+        match accounts::check_login_code(&self.0.pool, hash, phone, code)
+            .await
+            .map_err(Error::from)?
+        {
+            CodeCheck::Valid => Ok(()),
+            CodeCheck::Invalid => Err(Error::new(ErrorCode::PhoneCodeInvalid, "wrong code").into()),
+            CodeCheck::Expired => {
+                Err(Error::new(ErrorCode::PhoneCodeExpired, "request a new code").into())
+            }
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Auth for AuthApi {
+    async fn create_auth_key(
+        &self,
+        request: Request<CreateAuthKeyRequest>,
+    ) -> Result<Response<CreateAuthKeyResponse>, Status> {
+        let device_model: String = request.into_inner().device_model.chars().take(64).collect();
+        loop {
+            let (id, secret) = {
+                let mut rng = rand::rng();
+                let id: i64 = rng.random_range(1..i64::MAX);
+                let secret: [u8; 32] = rng.random();
+                (id, secret)
+            };
+            if accounts::insert_auth_key(&self.0.pool, id, &hash_secret(&secret), &device_model)
+                .await
+                .map_err(Error::from)?
+            {
+                return Ok(Response::new(CreateAuthKeyResponse {
+                    auth_key_id: id,
+                    secret: hex::encode(secret),
+                }));
+            }
+        }
+    }
+
+    async fn send_code(
+        &self,
+        request: Request<SendCodeRequest>,
+    ) -> Result<Response<SendCodeResponse>, Status> {
+        caller(&self.0, request.metadata()).await?;
+        let phone = valid_phone(&request.get_ref().phone)?;
+        let (code, hash) = {
+            let mut rng = rand::rng();
+            let code = match &self.0.config.gateway.fixed_login_code {
+                Some(fixed) => fixed.clone(),
+                None => format!("{:05}", rng.random_range(0..100_000)),
+            };
+            (code, hex::encode(rng.random::<[u8; 16]>()))
+        };
+        accounts::insert_login_code(&self.0.pool, &hash, &phone, &code, LOGIN_CODE_TTL_SECS)
+            .await
+            .map_err(Error::from)?;
+        self.0.code_sender.send(&phone, &code);
+        Ok(Response::new(SendCodeResponse {
+            phone_code_hash: hash,
+        }))
+    }
+
+    async fn sign_in(
+        &self,
+        request: Request<SignInRequest>,
+    ) -> Result<Response<Authorization>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let r = request.into_inner();
+        let phone = valid_phone(&r.phone)?;
+        // An unknown phone is told before the code is used up: the client signs up with it.
+        let user = accounts::user_by_phone(&self.0.pool, &phone)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| {
+                Status::from(Error::new(
+                    ErrorCode::PhoneNumberUnoccupied,
+                    "sign up first",
+                ))
+            })?;
+        self.verify_code(&phone, &r.phone_code_hash, &r.code)
+            .await?;
+        accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user.id))
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(Authorization { user: Some(user) }))
+    }
+
+    async fn sign_up(
+        &self,
+        request: Request<SignUpRequest>,
+    ) -> Result<Response<Authorization>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let r = request.into_inner();
+        let phone = valid_phone(&r.phone)?;
+        let first_name = r.first_name.trim();
+        if first_name.is_empty() || first_name.chars().count() > 64 {
+            return Err(Error::new(
+                ErrorCode::FirstnameInvalid,
+                "a first name is 1 to 64 characters",
+            )
+            .into());
+        }
+        self.verify_code(&phone, &r.phone_code_hash, &r.code)
+            .await?;
+        let user = accounts::insert_user(&self.0.pool, &phone, first_name)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| {
+                Status::from(Error::new(
+                    ErrorCode::PhoneNumberOccupied,
+                    "sign in instead",
+                ))
+            })?;
+        accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user.id))
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(Authorization { user: Some(user) }))
+    }
+
+    async fn log_out(
+        &self,
+        request: Request<LogOutRequest>,
+    ) -> Result<Response<LogOutResponse>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        me.user()?;
+        accounts::bind_auth_key(&self.0.pool, me.auth_key_id, None)
+            .await
+            .map_err(Error::from)?;
+        self.0.hub.disconnect_device(me.auth_key_id);
+        Ok(Response::new(LogOutResponse {}))
+    }
+}

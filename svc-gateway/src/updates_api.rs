@@ -1,0 +1,228 @@
+//! The client's Updates service: state, difference (messages in their current state) and the
+//! live stream, which opens at the client's pts, replays what the device missed, then goes live.
+
+use std::{
+    pin::Pin,
+    sync::{Arc, atomic::Ordering},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use futures::Stream;
+use oxigram_errors::forward;
+use oxigram_proto::{
+    api::v1::{
+        Difference, DifferenceNeeded, GetDifferenceRequest, GetStateRequest, StreamEvent,
+        StreamRequest, stream_event, updates_server::Updates,
+    },
+    internal::v1 as internal,
+    types::v1::{UpdatesState, update},
+};
+use oxigram_routes::Route;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::{Gateway, auth::caller};
+
+/// How many missed updates a stream replays before asking for getDifference instead.
+const STREAM_REPLAY_LIMIT: i32 = 100;
+
+pub struct UpdatesApi(pub Arc<Gateway>);
+
+impl Gateway {
+    /// The user's difference, with the messages it names in their current state.
+    pub async fn difference(
+        &self,
+        user_id: i64,
+        pts: i32,
+        limit: i32,
+    ) -> Result<Difference, Status> {
+        let diff = self
+            .updates
+            .clone()
+            .get_difference(internal::GetDifferenceRequest {
+                user_id,
+                pts,
+                limit,
+            })
+            .await
+            .map_err(forward)?
+            .into_inner();
+        let ids: Vec<i64> = diff
+            .updates
+            .iter()
+            .filter_map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
+                Some(update::Kind::NewMessage(n)) => n.message.as_ref().map(|m| m.id),
+                _ => None,
+            })
+            .collect();
+        let new_messages = if ids.is_empty() {
+            vec![]
+        } else {
+            self.messages
+                .clone()
+                .get_messages(internal::GetMessagesRequest {
+                    owner_id: user_id,
+                    ids,
+                })
+                .await
+                .map_err(forward)?
+                .into_inner()
+                .messages
+        };
+        Ok(Difference {
+            new_messages,
+            updates: diff.updates,
+            state: diff.state,
+            is_slice: diff.is_slice,
+            too_long: diff.too_long,
+        })
+    }
+}
+
+fn epoch_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or_default()
+}
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl Updates for UpdatesApi {
+    async fn get_state(
+        &self,
+        request: Request<GetStateRequest>,
+    ) -> Result<Response<UpdatesState>, Status> {
+        let user_id = caller(&self.0, request.metadata()).await?.user()?;
+        let state = self
+            .0
+            .updates
+            .clone()
+            .get_state(internal::GetStateRequest { user_id })
+            .await
+            .map_err(forward)?;
+        Ok(state)
+    }
+
+    async fn get_difference(
+        &self,
+        request: Request<GetDifferenceRequest>,
+    ) -> Result<Response<Difference>, Status> {
+        let user_id = caller(&self.0, request.metadata()).await?.user()?;
+        let r = request.into_inner();
+        Ok(Response::new(
+            self.0.difference(user_id, r.pts, r.limit).await?,
+        ))
+    }
+
+    type StreamStream = EventStream;
+
+    async fn stream(
+        &self,
+        request: Request<StreamRequest>,
+    ) -> Result<Response<Self::StreamStream>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let user_id = me.user()?;
+        let from_pts = request.into_inner().pts;
+        if from_pts < 0 {
+            return Err(oxigram_errors::Error::new(
+                oxigram_errors::ErrorCode::PtsInvalid,
+                "pts must not be negative",
+            )
+            .into());
+        }
+        let gateway = self.0.clone();
+        let epoch = epoch_now();
+        // Attach before reading the log, so nothing committed meanwhile slips between the two.
+        let attached = gateway.hub.attach(user_id, me.auth_key_id, epoch);
+        let route = Route {
+            auth_key_id: me.auth_key_id,
+            epoch,
+            push_endpoint: gateway.push_endpoint.clone(),
+        };
+        if let Err(err) = gateway.routes.register(user_id, &route).await {
+            // Degraded: no pushes reach this device until Redis is back; getDifference still works.
+            tracing::warn!(error = %err, "cannot register the device route");
+        }
+        let (out, out_rx) = mpsc::channel::<Result<StreamEvent, Status>>(64);
+        tokio::spawn(async move {
+            run_stream(&gateway, user_id, from_pts, attached, &out).await;
+            gateway.hub.detach(user_id, route.auth_key_id, epoch);
+            if let Err(err) = gateway.routes.unregister(user_id, &route).await {
+                tracing::warn!(error = %err, "cannot remove the device route; it will expire");
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
+    }
+}
+
+fn difference_needed() -> StreamEvent {
+    StreamEvent {
+        kind: Some(stream_event::Kind::DifferenceNeeded(DifferenceNeeded {})),
+    }
+}
+
+/// Feeds one device's stream until the client goes away, the device logs out, or shutdown.
+async fn run_stream(
+    gateway: &Gateway,
+    user_id: i64,
+    from_pts: i32,
+    mut attached: crate::hub::Attached,
+    out: &mpsc::Sender<Result<StreamEvent, Status>>,
+) {
+    // Live updates up to here were already sent by the replay.
+    let mut replayed_up_to = 0;
+    if from_pts > 0 {
+        match gateway
+            .difference(user_id, from_pts, STREAM_REPLAY_LIMIT)
+            .await
+        {
+            Ok(diff) if diff.too_long || diff.is_slice => {
+                if out.send(Ok(difference_needed())).await.is_err() {
+                    return;
+                }
+            }
+            Ok(diff) => {
+                replayed_up_to = diff.state.map_or(from_pts, |s| s.pts);
+                for u in diff.updates {
+                    let event = StreamEvent {
+                        kind: Some(stream_event::Kind::Update(u)),
+                    };
+                    if out.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(status) => {
+                let _ = out.send(Err(status)).await;
+                return;
+            }
+        }
+    }
+    loop {
+        tokio::select! {
+            event = attached.rx.recv() => match event {
+                Some(event) => {
+                    if let Some(stream_event::Kind::Update(u)) = &event.kind
+                        && u.pts <= replayed_up_to
+                    {
+                        continue;
+                    }
+                    if out.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                }
+                None => {
+                    if attached.lagged.load(Ordering::Relaxed) {
+                        let _ = out.send(Ok(difference_needed())).await;
+                    }
+                    return;
+                }
+            },
+            _ = out.closed() => return,
+            _ = gateway.shutdown.cancelled() => return,
+        }
+    }
+}

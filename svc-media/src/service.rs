@@ -1,0 +1,223 @@
+//! The Media gRPC service.
+
+use oxigram_errors::{Error, ErrorCode};
+use oxigram_proto::internal::v1::{
+    CompleteUploadRequest, FileChunk, FileInfo, GetFileRequest, SaveFilePartRequest,
+    SaveFilePartResponse, media_server::Media,
+};
+use sqlx::{PgPool, Row};
+use tonic::{Request, Response, Status};
+
+use crate::blobs::BlobStore;
+
+/// Largest part, in bytes.
+pub const MAX_PART_BYTES: usize = 512 * 1024;
+/// Most parts one file may have.
+pub const MAX_PARTS: i32 = 4000;
+/// Largest download chunk, in bytes.
+pub const MAX_CHUNK_BYTES: i32 = 1024 * 1024;
+
+pub struct MediaService<B> {
+    pool: PgPool,
+    blobs: B,
+}
+
+impl<B: BlobStore> MediaService<B> {
+    pub fn new(pool: PgPool, blobs: B) -> Self {
+        Self { pool, blobs }
+    }
+}
+
+fn fail(code: ErrorCode, detail: &str) -> Status {
+    Error::new(code, detail).into()
+}
+
+fn io(err: std::io::Error) -> Status {
+    Error::internal(err).into()
+}
+
+fn part_key(owner: i64, file_id: i64, part: i32) -> String {
+    format!("parts/{owner}/{file_id}/{part}")
+}
+
+#[tonic::async_trait]
+impl<B: BlobStore> Media for MediaService<B> {
+    async fn save_file_part(
+        &self,
+        request: Request<SaveFilePartRequest>,
+    ) -> Result<Response<SaveFilePartResponse>, Status> {
+        let r = request.into_inner();
+        if r.file_id == 0 {
+            return Err(fail(ErrorCode::FileIdInvalid, "file_id must not be 0"));
+        }
+        if !(0..MAX_PARTS).contains(&r.part) {
+            return Err(fail(
+                ErrorCode::FilePartInvalid,
+                "part must be within 0..4000",
+            ));
+        }
+        if r.bytes.is_empty() {
+            return Err(fail(
+                ErrorCode::FilePartInvalid,
+                "a part has at least one byte",
+            ));
+        }
+        if r.bytes.len() > MAX_PART_BYTES {
+            return Err(fail(ErrorCode::FilePartTooBig, "a part is at most 512 KiB"));
+        }
+        self.blobs
+            .put(&part_key(r.owner_id, r.file_id, r.part), &r.bytes)
+            .await
+            .map_err(io)?;
+        // Primary key of upload_parts; a re-sent part replaces the earlier one.
+        sqlx::query(
+            "INSERT INTO upload_parts (owner_id, file_id, part, size) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (owner_id, file_id, part) DO UPDATE SET size = EXCLUDED.size",
+        )
+        .bind(r.owner_id)
+        .bind(r.file_id)
+        .bind(r.part)
+        .bind(r.bytes.len() as i32)
+        .execute(&self.pool)
+        .await
+        .map_err(Error::from)?;
+        Ok(Response::new(SaveFilePartResponse {}))
+    }
+
+    async fn complete_upload(
+        &self,
+        request: Request<CompleteUploadRequest>,
+    ) -> Result<Response<FileInfo>, Status> {
+        let r = request.into_inner();
+        if !(1..=MAX_PARTS).contains(&r.parts) {
+            return Err(fail(
+                ErrorCode::FilePartsInvalid,
+                "parts must be within 1..=4000",
+            ));
+        }
+        let name: String = r.name.chars().take(255).collect();
+        let stored: Vec<i32> = sqlx::query_scalar(
+            "SELECT part FROM upload_parts WHERE owner_id = $1 AND file_id = $2 ORDER BY part",
+        )
+        .bind(r.owner_id)
+        .bind(r.file_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(Error::from)?;
+        if stored.len() != r.parts as usize
+            || stored.iter().enumerate().any(|(i, p)| *p != i as i32)
+        {
+            return Err(fail(
+                ErrorCode::FilePartMissing,
+                "not every part 0..parts was uploaded",
+            ));
+        }
+        let keys: Vec<String> = stored
+            .iter()
+            .map(|p| part_key(r.owner_id, r.file_id, *p))
+            .collect();
+        let tmp = format!("tmp/{}", uuid::Uuid::new_v4());
+        let (size, sha256) = self.blobs.compose(&keys, &tmp).await.map_err(io)?;
+        let mut tx = self.pool.begin().await.map_err(Error::from)?;
+        // Unique index on files.sha256: the same content is stored once.
+        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM files WHERE sha256 = $1")
+            .bind(&sha256)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(Error::from)?;
+        let file_id = match existing {
+            Some(id) => {
+                self.blobs.delete(&tmp).await.map_err(io)?;
+                id
+            }
+            None => {
+                self.blobs
+                    .rename(&tmp, &format!("blobs/{sha256}"))
+                    .await
+                    .map_err(io)?;
+                let row = sqlx::query(
+                    "INSERT INTO files (sha256, size) VALUES ($1, $2)
+                     ON CONFLICT (sha256) DO UPDATE SET size = EXCLUDED.size RETURNING id",
+                )
+                .bind(&sha256)
+                .bind(size as i64)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(Error::from)?;
+                row.try_get::<i64, _>("id").map_err(Error::from)?
+            }
+        };
+        let ref_id: i64 = sqlx::query_scalar(
+            "INSERT INTO file_refs (owner_id, file_id, name) VALUES ($1, $2, $3) RETURNING id",
+        )
+        .bind(r.owner_id)
+        .bind(file_id)
+        .bind(&name)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(Error::from)?;
+        sqlx::query("DELETE FROM upload_parts WHERE owner_id = $1 AND file_id = $2")
+            .bind(r.owner_id)
+            .bind(r.file_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(Error::from)?;
+        tx.commit().await.map_err(Error::from)?;
+        for key in &keys {
+            if let Err(err) = self.blobs.delete(key).await {
+                tracing::warn!(error = %err, key, "could not delete an uploaded part");
+            }
+        }
+        Ok(Response::new(FileInfo {
+            id: ref_id,
+            size: size as i64,
+            sha256,
+            name,
+        }))
+    }
+
+    async fn get_file(
+        &self,
+        request: Request<GetFileRequest>,
+    ) -> Result<Response<FileChunk>, Status> {
+        let r = request.into_inner();
+        if r.offset < 0 {
+            return Err(fail(
+                ErrorCode::OffsetInvalid,
+                "offset must not be negative",
+            ));
+        }
+        if !(1..=MAX_CHUNK_BYTES).contains(&r.limit) {
+            return Err(fail(
+                ErrorCode::LimitInvalid,
+                "limit must be within 1..=1048576",
+            ));
+        }
+        // Primary keys of file_refs and files; the owner check is the authorization.
+        let row = sqlx::query(
+            "SELECT f.sha256, f.size FROM file_refs r JOIN files f ON f.id = r.file_id
+             WHERE r.id = $1 AND r.owner_id = $2",
+        )
+        .bind(r.id)
+        .bind(r.owner_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(Error::from)?
+        .ok_or_else(|| fail(ErrorCode::FileIdInvalid, "no such file"))?;
+        let sha256: String = row.try_get("sha256").map_err(Error::from)?;
+        let size: i64 = row.try_get("size").map_err(Error::from)?;
+        let bytes = if r.offset >= size {
+            vec![]
+        } else {
+            self.blobs
+                .read_range(
+                    &format!("blobs/{sha256}"),
+                    r.offset as u64,
+                    r.limit as usize,
+                )
+                .await
+                .map_err(io)?
+        };
+        Ok(Response::new(FileChunk { bytes, size }))
+    }
+}

@@ -1,0 +1,72 @@
+//! svc-messages: private messages, owner-view message boxes and idempotency keys.
+//!
+//! A send is one local transaction: the idempotency key, a box id for each owner, the shared
+//! body, the boxes, and one outbox event per owner for svc-updates and for svc-dialogs.
+//! Commit is PERSISTED. Right after commit the events go to svc-updates directly (the fast
+//! path, so the response can carry the sender's pts); the relays deliver whatever is left.
+
+mod handoff;
+mod service;
+mod store;
+
+use std::sync::Arc;
+
+use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_outbox::Outbox;
+use oxigram_proto::internal::v1::messages_server::MessagesServer;
+use tokio_util::sync::CancellationToken;
+
+pub use service::MessagesService;
+
+/// This service's Postgres schema.
+pub const SCHEMA: &str = "messages";
+/// Outbox destinations.
+pub const TO_UPDATES: &str = "updates";
+pub const TO_DIALOGS: &str = "dialogs";
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Runs svc-messages until `shutdown`.
+pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let me = &config.services.messages;
+    let server = GrpcServer::bind("messages", me.listen).await?;
+    let pool =
+        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
+    let outbox = Outbox::new(
+        pool.clone(),
+        SCHEMA,
+        startup::relay_config(&config.outbox),
+        &[TO_UPDATES, TO_DIALOGS],
+    );
+    let to_updates = handoff::ToUpdates::new(oxigram_kit::channel(
+        &config.services.updates.endpoint,
+        config.rpc_timeout(),
+    )?);
+    let to_dialogs = handoff::ToDialogs::new(oxigram_kit::channel(
+        &config.services.dialogs.endpoint,
+        config.rpc_timeout(),
+    )?);
+    let service = MessagesService::new(pool.clone(), outbox.clone(), to_updates.clone());
+    let updates_relay = outbox.relay(to_updates);
+    let dialogs_relay = outbox.relay(to_dialogs);
+    let readiness = server.readiness();
+    let background = {
+        let shutdown = shutdown.clone();
+        let deps = vec![
+            ("updates", config.services.updates.endpoint.clone()),
+            ("dialogs", config.services.dialogs.endpoint.clone()),
+        ];
+        async move {
+            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
+                .await?;
+            tokio::join!(
+                updates_relay.run(shutdown.clone()),
+                dialogs_relay.run(shutdown)
+            );
+            anyhow::Ok(())
+        }
+    };
+    let routes = tonic::service::Routes::new(MessagesServer::new(service));
+    tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;
+    Ok(())
+}

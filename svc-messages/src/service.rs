@@ -1,0 +1,245 @@
+//! The Messages gRPC service: validation at the boundary, the send transaction, the fast-path
+//! hand-off to svc-updates, and the owner-view reads.
+
+use oxigram_errors::{Error, ErrorCode};
+use oxigram_outbox::Outbox;
+use oxigram_proto::internal::v1::{
+    GetHistoryRequest, GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
+    messages_server::Messages,
+};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use tonic::{Request, Response, Status};
+
+use crate::{
+    TO_UPDATES,
+    handoff::ToUpdates,
+    store::{self, NewMessage, SendOutcome},
+};
+
+/// Longest text, in Unicode code points.
+pub const MAX_TEXT_CODE_POINTS: usize = 4096;
+/// Most messages one history page returns.
+pub const MAX_HISTORY_LIMIT: i32 = 100;
+/// Most ids one getMessages call may name.
+pub const MAX_IDS: usize = 200;
+
+pub struct MessagesService {
+    pool: PgPool,
+    outbox: Outbox,
+    to_updates: ToUpdates,
+}
+
+impl MessagesService {
+    pub fn new(pool: PgPool, outbox: Outbox, to_updates: ToUpdates) -> Self {
+        Self {
+            pool,
+            outbox,
+            to_updates,
+        }
+    }
+}
+
+fn fail(code: ErrorCode, detail: &str) -> Status {
+    Error::new(code, detail).into()
+}
+
+/// What makes two sends "the same request" for the idempotency key.
+fn request_hash(r: &SendMessageRequest) -> Vec<u8> {
+    let mut h = Sha256::new();
+    h.update(r.peer_user_id.to_le_bytes());
+    h.update(r.reply_to_msg_id.to_le_bytes());
+    h.update([u8::from(r.silent), u8::from(r.noforwards)]);
+    h.update(r.text.as_bytes());
+    h.finalize().to_vec()
+}
+
+fn validate(r: &SendMessageRequest) -> Result<(), Status> {
+    if r.sender_id <= 0 {
+        return Err(fail(ErrorCode::UserIdInvalid, "sender_id must be positive"));
+    }
+    if r.peer_user_id <= 0 {
+        return Err(fail(
+            ErrorCode::PeerIdInvalid,
+            "peer_user_id must be positive",
+        ));
+    }
+    if r.random_id == 0 {
+        return Err(fail(ErrorCode::RandomIdInvalid, "random_id must not be 0"));
+    }
+    if r.text.trim().is_empty() {
+        return Err(fail(ErrorCode::MessageEmpty, "the message has no text"));
+    }
+    if r.text.chars().count() > MAX_TEXT_CODE_POINTS {
+        return Err(fail(
+            ErrorCode::MessageTooLong,
+            "the text is longer than 4096 characters",
+        ));
+    }
+    if r.reply_to_msg_id < 0 {
+        return Err(fail(
+            ErrorCode::MessageIdInvalid,
+            "reply_to_msg_id must not be negative",
+        ));
+    }
+    Ok(())
+}
+
+#[tonic::async_trait]
+impl Messages for MessagesService {
+    async fn send_message(
+        &self,
+        request: Request<SendMessageRequest>,
+    ) -> Result<Response<SendMessageResponse>, Status> {
+        let r = request.into_inner();
+        validate(&r)?;
+        let new = NewMessage {
+            request_hash: request_hash(&r),
+            sender_id: r.sender_id,
+            peer_user_id: r.peer_user_id,
+            random_id: r.random_id,
+            text: r.text,
+            reply_to_msg_id: r.reply_to_msg_id,
+            silent: r.silent,
+            noforwards: r.noforwards,
+            auth_key_id: r.auth_key_id,
+        };
+        let (message, events, rows) = match store::send(&self.pool, &self.outbox, &new)
+            .await
+            .map_err(Error::from)?
+        {
+            SendOutcome::Sent {
+                message,
+                updates_events,
+                updates_rows,
+            } => (message, updates_events, updates_rows),
+            SendOutcome::Replayed { message, event } => (message, vec![event], vec![]),
+            SendOutcome::KeyReused => {
+                return Err(fail(
+                    ErrorCode::RandomIdDuplicate,
+                    "random_id was already used for a different message",
+                ));
+            }
+            SendOutcome::ReplyInvalid => {
+                return Err(fail(
+                    ErrorCode::MessageIdInvalid,
+                    "reply_to_msg_id names no message of this chat",
+                ));
+            }
+        };
+        // PERSISTED. The fast path: hand the events to svc-updates now; on failure the relay
+        // will, and the client learns its pts from getDifference.
+        let (mut pts, mut pts_count) = (0, 0);
+        match self.to_updates.append(events).await {
+            Ok(appended) => {
+                if let Some(mine) = appended.iter().find(|a| a.user_id == new.sender_id) {
+                    (pts, pts_count) = (mine.pts, mine.pts_count);
+                }
+                if !rows.is_empty()
+                    && let Err(err) = self.outbox.ack(TO_UPDATES, &rows).await
+                {
+                    // Harmless: the relay delivers the rows again and updates deduplicates.
+                    tracing::warn!(error = %err, "could not ack fast-path outbox rows");
+                }
+            }
+            Err(status) => {
+                tracing::warn!(%status, "fast-path hand-off to updates failed; the relay will retry");
+            }
+        }
+        Ok(Response::new(SendMessageResponse {
+            message: Some(message),
+            pts,
+            pts_count,
+        }))
+    }
+
+    async fn get_history(
+        &self,
+        request: Request<GetHistoryRequest>,
+    ) -> Result<Response<MessageList>, Status> {
+        let r = request.into_inner();
+        let limit = match r.limit {
+            0 => 20,
+            l if (1..=MAX_HISTORY_LIMIT).contains(&l) => l,
+            _ => {
+                return Err(fail(
+                    ErrorCode::LimitInvalid,
+                    "limit must be within 1..=100",
+                ));
+            }
+        };
+        if r.offset_id < 0 {
+            return Err(fail(
+                ErrorCode::OffsetInvalid,
+                "offset_id must not be negative",
+            ));
+        }
+        let below = if r.offset_id == 0 {
+            i64::MAX
+        } else {
+            r.offset_id
+        };
+        let messages = store::history(&self.pool, r.owner_id, r.peer_user_id, below, limit)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(MessageList { messages }))
+    }
+
+    async fn get_messages(
+        &self,
+        request: Request<GetMessagesRequest>,
+    ) -> Result<Response<MessageList>, Status> {
+        let r = request.into_inner();
+        if r.ids.len() > MAX_IDS {
+            return Err(fail(ErrorCode::LimitInvalid, "at most 200 ids"));
+        }
+        let messages = store::by_ids(&self.pool, r.owner_id, &r.ids)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(MessageList { messages }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send(text: &str) -> SendMessageRequest {
+        SendMessageRequest {
+            sender_id: 1,
+            peer_user_id: 2,
+            random_id: 7,
+            text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    fn code(r: Result<(), Status>) -> Option<String> {
+        r.err().and_then(|s| oxigram_errors::code_of(&s))
+    }
+
+    #[test]
+    fn text_limits_count_code_points() {
+        assert_eq!(code(validate(&send(&"é".repeat(4096)))), None);
+        assert_eq!(
+            code(validate(&send(&"é".repeat(4097)))).as_deref(),
+            Some("MESSAGE_TOO_LONG")
+        );
+        assert_eq!(
+            code(validate(&send("  "))).as_deref(),
+            Some("MESSAGE_EMPTY")
+        );
+        let mut bad_peer = send("hi");
+        bad_peer.peer_user_id = 0;
+        assert_eq!(
+            code(validate(&bad_peer)).as_deref(),
+            Some("PEER_ID_INVALID")
+        );
+    }
+
+    #[test]
+    fn the_same_request_hashes_alike() {
+        assert_eq!(request_hash(&send("a")), request_hash(&send("a")));
+        assert_ne!(request_hash(&send("a")), request_hash(&send("b")));
+    }
+}

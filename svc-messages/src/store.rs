@@ -1,0 +1,298 @@
+//! The SQL of messages: the send transaction and the owner-view reads.
+
+use oxigram_outbox::{HandOff, Outbox};
+use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
+use prost::Message as _;
+use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
+
+use crate::{TO_DIALOGS, TO_UPDATES, handoff::new_message_event_id};
+
+/// A send that passed validation.
+pub struct NewMessage {
+    pub sender_id: i64,
+    pub peer_user_id: i64,
+    pub random_id: i64,
+    pub text: String,
+    pub reply_to_msg_id: i64,
+    pub silent: bool,
+    pub noforwards: bool,
+    pub auth_key_id: i64,
+    pub request_hash: Vec<u8>,
+}
+
+/// What a send transaction did.
+pub enum SendOutcome {
+    /// A new message: the sender's view, the events written, and their outbox rows for updates.
+    Sent {
+        message: Message,
+        updates_events: Vec<UserEvent>,
+        updates_rows: Vec<i64>,
+    },
+    /// The key was used before with the same request: the original message, unchanged.
+    Replayed { message: Message, event: UserEvent },
+    /// The key was used before with a different request.
+    KeyReused,
+    /// reply_to_msg_id names no message of this dialog in the sender's box.
+    ReplyInvalid,
+}
+
+const MESSAGE_COLUMNS: &str = "b.box_id, b.peer_user_id, b.out, b.reply_to_box_id, b.date, \
+     m.sender_id, m.text, m.silent, m.noforwards, m.edit_date";
+
+fn message_from_row(r: &PgRow) -> Result<Message, sqlx::Error> {
+    Ok(Message {
+        id: r.try_get("box_id")?,
+        peer_user_id: r.try_get("peer_user_id")?,
+        from_user_id: r.try_get("sender_id")?,
+        out: r.try_get("out")?,
+        date: r.try_get("date")?,
+        text: r.try_get("text")?,
+        reply_to_msg_id: r.try_get("reply_to_box_id")?,
+        silent: r.try_get("silent")?,
+        noforwards: r.try_get("noforwards")?,
+        edit_date: r.try_get("edit_date")?,
+    })
+}
+
+/// The new-message event of one owner's box.
+pub fn new_message_event(
+    body_id: i64,
+    owner_id: i64,
+    message: Message,
+    auth_key_id: i64,
+) -> UserEvent {
+    UserEvent {
+        event_id: new_message_event_id(body_id, owner_id).to_string(),
+        user_id: owner_id,
+        pts_count: 1,
+        date: message.date,
+        update: Some(Update {
+            kind: Some(update::Kind::NewMessage(UpdateNewMessage {
+                message: Some(message),
+            })),
+        }),
+        origin_auth_key_id: auth_key_id,
+    }
+}
+
+/// The send transaction. Commit means PERSISTED.
+pub async fn send(
+    pool: &PgPool,
+    outbox: &Outbox,
+    m: &NewMessage,
+) -> Result<SendOutcome, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    // Claims the key; a concurrent send with the same key waits here for the first to finish.
+    let claimed = sqlx::query(
+        "INSERT INTO idempotency_keys (sender_id, random_id, request_hash) VALUES ($1, $2, $3)
+         ON CONFLICT (sender_id, random_id) DO NOTHING",
+    )
+    .bind(m.sender_id)
+    .bind(m.random_id)
+    .bind(&m.request_hash)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !claimed {
+        let row = sqlx::query(
+            "SELECT body_id, request_hash FROM idempotency_keys WHERE sender_id = $1 AND random_id = $2",
+        )
+        .bind(m.sender_id)
+        .bind(m.random_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let hash: Vec<u8> = row.try_get("request_hash")?;
+        let body_id: Option<i64> = row.try_get("body_id")?;
+        return Ok(match body_id {
+            Some(body_id) if hash == m.request_hash => {
+                let message = box_of_body(&mut tx, m.sender_id, body_id).await?;
+                let event = new_message_event(body_id, m.sender_id, message.clone(), m.auth_key_id);
+                SendOutcome::Replayed { message, event }
+            }
+            _ => SendOutcome::KeyReused,
+        });
+    }
+
+    let now = chrono::Utc::now().timestamp();
+    let is_self = m.sender_id == m.peer_user_id;
+    let (reply_body, reply_box) = if m.reply_to_msg_id != 0 {
+        let row = sqlx::query(
+            "SELECT body_id FROM message_boxes
+             WHERE owner_id = $1 AND box_id = $2 AND peer_user_id = $3 AND NOT deleted",
+        )
+        .bind(m.sender_id)
+        .bind(m.reply_to_msg_id)
+        .bind(m.peer_user_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        match row {
+            Some(r) => (Some(r.try_get::<i64, _>("body_id")?), m.reply_to_msg_id),
+            None => return Ok(SendOutcome::ReplyInvalid),
+        }
+    } else {
+        (None, 0)
+    };
+
+    let body_id: i64 = sqlx::query_scalar(
+        "INSERT INTO message_bodies (sender_id, text, date, silent, noforwards)
+         VALUES ($1, $2, $3, $4, $5) RETURNING id",
+    )
+    .bind(m.sender_id)
+    .bind(&m.text)
+    .bind(now)
+    .bind(m.silent)
+    .bind(m.noforwards)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query("UPDATE idempotency_keys SET body_id = $3 WHERE sender_id = $1 AND random_id = $2")
+        .bind(m.sender_id)
+        .bind(m.random_id)
+        .bind(body_id)
+        .execute(&mut *tx)
+        .await?;
+
+    // Box ids are taken in ascending owner order so crossing sends never deadlock.
+    let mut owners = vec![m.sender_id];
+    if !is_self {
+        owners.push(m.peer_user_id);
+    }
+    owners.sort_unstable();
+    let mut sender_message = None;
+    let mut updates_events = Vec::new();
+    let mut updates_rows = Vec::new();
+    for owner in owners {
+        let box_id = next_box_id(&mut tx, owner).await?;
+        let out = owner == m.sender_id;
+        let peer = if out { m.peer_user_id } else { m.sender_id };
+        let reply_to = match reply_body {
+            Some(_) if out => reply_box,
+            Some(body) => box_id_of_body(&mut tx, owner, body).await?.unwrap_or(0),
+            None => 0,
+        };
+        sqlx::query(
+            "INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(owner)
+        .bind(box_id)
+        .bind(peer)
+        .bind(body_id)
+        .bind(out)
+        .bind(reply_to)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let message = Message {
+            id: box_id,
+            peer_user_id: peer,
+            from_user_id: m.sender_id,
+            out,
+            date: now,
+            text: m.text.clone(),
+            reply_to_msg_id: reply_to,
+            silent: m.silent,
+            noforwards: m.noforwards,
+            edit_date: 0,
+        };
+        let event = new_message_event(body_id, owner, message.clone(), m.auth_key_id);
+        let event_id = new_message_event_id(body_id, owner);
+        let payload = event.encode_to_vec();
+        updates_rows.push(
+            outbox
+                .enqueue(&mut tx, TO_UPDATES, event_id, &payload, HandOff::FastPath)
+                .await?,
+        );
+        outbox
+            .enqueue(&mut tx, TO_DIALOGS, event_id, &payload, HandOff::Relay)
+            .await?;
+        updates_events.push(event);
+        if out {
+            sender_message = Some(message);
+        }
+    }
+    tx.commit().await?;
+    outbox.wake(TO_DIALOGS);
+    let message = sender_message.ok_or_else(|| sqlx::Error::Protocol("no sender box".into()))?;
+    Ok(SendOutcome::Sent {
+        message,
+        updates_events,
+        updates_rows,
+    })
+}
+
+/// The next box id of `owner` (primary key of box_sequences; locks the row until commit).
+async fn next_box_id(tx: &mut PgConnection, owner: i64) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO box_sequences (owner_id, last_box_id) VALUES ($1, 1)
+         ON CONFLICT (owner_id) DO UPDATE SET last_box_id = box_sequences.last_box_id + 1
+         RETURNING last_box_id",
+    )
+    .bind(owner)
+    .fetch_one(tx)
+    .await
+}
+
+/// The box id `owner` has for `body_id` (index message_boxes_body).
+async fn box_id_of_body(
+    tx: &mut PgConnection,
+    owner: i64,
+    body_id: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT box_id FROM message_boxes WHERE owner_id = $1 AND body_id = $2")
+        .bind(owner)
+        .bind(body_id)
+        .fetch_optional(tx)
+        .await
+}
+
+async fn box_of_body(
+    tx: &mut PgConnection,
+    owner: i64,
+    body_id: i64,
+) -> Result<Message, sqlx::Error> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
+         WHERE b.owner_id = $1 AND b.body_id = $2"
+    )))
+    .bind(owner)
+    .bind(body_id)
+    .fetch_one(tx)
+    .await?;
+    message_from_row(&row)
+}
+
+/// One dialog's messages below `below_id`, newest first (index message_boxes_history).
+pub async fn history(
+    pool: &PgPool,
+    owner: i64,
+    peer: i64,
+    below_id: i64,
+    limit: i32,
+) -> Result<Vec<Message>, sqlx::Error> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
+         WHERE b.owner_id = $1 AND b.peer_user_id = $2 AND b.box_id < $3 AND NOT b.deleted
+         ORDER BY b.box_id DESC LIMIT $4"
+    )))
+    .bind(owner)
+    .bind(peer)
+    .bind(below_id)
+    .bind(limit as i64)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(message_from_row).collect()
+}
+
+/// The owner's messages with these ids, in their current state (primary key of message_boxes).
+pub async fn by_ids(pool: &PgPool, owner: i64, ids: &[i64]) -> Result<Vec<Message>, sqlx::Error> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
+         WHERE b.owner_id = $1 AND b.box_id = ANY($2) AND NOT b.deleted ORDER BY b.box_id"
+    )))
+    .bind(owner)
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(message_from_row).collect()
+}

@@ -1,0 +1,184 @@
+//! The Updates gRPC service and the outbox destination that hands push jobs to svc-dispatch.
+
+use oxigram_errors::{Error, ErrorCode};
+use oxigram_kit::GrpcChannel;
+use oxigram_outbox::{Destination, Outbox, OutboxMessage};
+use oxigram_proto::{
+    internal::v1::{
+        AppendRequest, AppendResponse, EnqueueRequest, GetDifferenceRequest, GetDifferenceResponse,
+        GetStateRequest, dispatch_client::DispatchClient, updates_server::Updates,
+    },
+    types::v1::{PushJob, UpdatesState},
+};
+use prost::Message as _;
+use sqlx::PgPool;
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+use crate::log::{self, ValidEvent};
+
+/// Most events one Append may carry.
+pub const MAX_APPEND_BATCH: usize = 1000;
+/// Most updates one difference slice returns.
+pub const MAX_DIFFERENCE_LIMIT: i32 = 1000;
+/// The slice size when the caller gives none.
+pub const DEFAULT_DIFFERENCE_LIMIT: i32 = 100;
+
+pub struct UpdatesService {
+    pool: PgPool,
+    outbox: Outbox,
+}
+
+impl UpdatesService {
+    pub fn new(pool: PgPool, outbox: Outbox) -> Self {
+        Self { pool, outbox }
+    }
+}
+
+fn invalid(code: ErrorCode, detail: &str) -> Status {
+    Error::new(code, detail).into()
+}
+
+#[tonic::async_trait]
+impl Updates for UpdatesService {
+    async fn append(
+        &self,
+        request: Request<AppendRequest>,
+    ) -> Result<Response<AppendResponse>, Status> {
+        let events = request.into_inner().events;
+        if events.len() > MAX_APPEND_BATCH {
+            return Err(invalid(
+                ErrorCode::LimitInvalid,
+                "too many events in one append",
+            ));
+        }
+        let mut valid = Vec::with_capacity(events.len());
+        for event in events {
+            let event_id = Uuid::parse_str(&event.event_id)
+                .map_err(|_| invalid(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))?;
+            if event.user_id <= 0 {
+                return Err(invalid(
+                    ErrorCode::UserIdInvalid,
+                    "user_id must be positive",
+                ));
+            }
+            if !(1..=1000).contains(&event.pts_count) {
+                return Err(invalid(
+                    ErrorCode::PtsInvalid,
+                    "pts_count must be within 1..=1000",
+                ));
+            }
+            if event
+                .update
+                .as_ref()
+                .and_then(|u| u.kind.as_ref())
+                .is_none()
+            {
+                return Err(invalid(ErrorCode::PtsInvalid, "event carries no update"));
+            }
+            valid.push(ValidEvent { event_id, event });
+        }
+        let appended = log::append(&self.pool, &self.outbox, valid)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(AppendResponse { appended }))
+    }
+
+    async fn get_state(
+        &self,
+        request: Request<GetStateRequest>,
+    ) -> Result<Response<UpdatesState>, Status> {
+        let (state, _) = log::state(&self.pool, request.into_inner().user_id)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(state))
+    }
+
+    async fn get_difference(
+        &self,
+        request: Request<GetDifferenceRequest>,
+    ) -> Result<Response<GetDifferenceResponse>, Status> {
+        let req = request.into_inner();
+        if req.pts < 0 {
+            return Err(invalid(ErrorCode::PtsInvalid, "pts must not be negative"));
+        }
+        let limit = match req.limit {
+            0 => DEFAULT_DIFFERENCE_LIMIT,
+            l if (1..=MAX_DIFFERENCE_LIMIT).contains(&l) => l,
+            _ => {
+                return Err(invalid(
+                    ErrorCode::LimitInvalid,
+                    "limit must be within 1..=1000",
+                ));
+            }
+        };
+        let (state, trimmed) = log::state(&self.pool, req.user_id)
+            .await
+            .map_err(Error::from)?;
+        if req.pts < trimmed {
+            return Ok(Response::new(GetDifferenceResponse {
+                updates: vec![],
+                state: Some(state),
+                is_slice: false,
+                too_long: true,
+            }));
+        }
+        if req.pts >= state.pts {
+            return Ok(Response::new(GetDifferenceResponse {
+                updates: vec![],
+                state: Some(state),
+                is_slice: false,
+                too_long: false,
+            }));
+        }
+        let updates = log::slice(&self.pool, req.user_id, req.pts, limit)
+            .await
+            .map_err(Error::from)?;
+        let last = updates.last().map_or(req.pts, |u| u.pts);
+        let is_slice = last < state.pts;
+        let state = if is_slice {
+            UpdatesState {
+                pts: last,
+                date: state.date,
+            }
+        } else {
+            state
+        };
+        Ok(Response::new(GetDifferenceResponse {
+            updates,
+            state: Some(state),
+            is_slice,
+            too_long: false,
+        }))
+    }
+}
+
+/// Hands push jobs to svc-dispatch (which deduplicates them by event id).
+pub struct ToDispatch {
+    client: DispatchClient<GrpcChannel>,
+}
+
+impl ToDispatch {
+    pub fn new(channel: GrpcChannel) -> Self {
+        Self {
+            client: DispatchClient::new(channel),
+        }
+    }
+}
+
+impl Destination for ToDispatch {
+    const NAME: &'static str = crate::TO_DISPATCH;
+
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+        let jobs = batch
+            .iter()
+            .map(|m| PushJob::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.client
+            .clone()
+            .enqueue(EnqueueRequest { jobs })
+            .await
+            .map_err(|s| s.to_string())?;
+        Ok(())
+    }
+}
