@@ -54,18 +54,13 @@ impl Destination for ToGateways {
             .iter()
             .map(|m| PushJob::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
             .collect::<Result<Vec<_>, _>>()?;
-        // Resolve each user once per batch.
-        let mut routes_of: HashMap<i64, Vec<oxigram_routes::Route>> = HashMap::new();
-        for job in &jobs {
-            if !routes_of.contains_key(&job.user_id) {
-                let routes = self
-                    .routes
-                    .lookup(job.user_id)
-                    .await
-                    .map_err(|e| format!("routes: {e}"))?;
-                routes_of.insert(job.user_id, routes);
-            }
-        }
+        // Every user of the batch, resolved in one Redis round trip.
+        let users: Vec<i64> = jobs.iter().map(|j| j.user_id).collect();
+        let routes_of = self
+            .routes
+            .lookup_many(&users)
+            .await
+            .map_err(|e| format!("routes: {e}"))?;
         // Group by gateway instance; the device whose request made the event is left out.
         let mut by_instance: BTreeMap<&str, Vec<PushJob>> = BTreeMap::new();
         for job in &jobs {

@@ -1,1 +1,328 @@
-//! tests
+//! The harness of oxigram's cross-service suites: a shared private Postgres and Redis (or
+//! ones named by `OXIGRAM_TEST_DATABASE_URL` / `OXIGRAM_TEST_REDIS_URL`), a fresh database and
+//! Redis key prefix per test, the six services started in this process or as separate
+//! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
+
+pub mod client;
+
+use std::{
+    collections::HashMap,
+    net::{SocketAddr, TcpListener},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::Duration,
+};
+
+use anyhow::Context;
+use oxigram::Target;
+use oxigram_kit::{Config, ServiceAddr};
+use sqlx::{Connection, PgConnection};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use client::TestClient;
+
+/// The login code every test system accepts.
+pub const LOGIN_CODE: &str = "12345";
+
+/// Postgres and Redis shared by every test of this machine.
+pub struct Infra {
+    pub admin_url: String,
+    pub redis_url: String,
+}
+
+/// Starts (once per machine) or finds the shared Postgres and Redis.
+pub async fn infra() -> anyhow::Result<Infra> {
+    if let (Ok(db), Ok(redis)) = (
+        std::env::var("OXIGRAM_TEST_DATABASE_URL"),
+        std::env::var("OXIGRAM_TEST_REDIS_URL"),
+    ) {
+        return Ok(Infra {
+            admin_url: db,
+            redis_url: redis,
+        });
+    }
+    let options = oxigram_devinfra::InfraOptions {
+        data_dir: std::env::temp_dir().join("oxigram-test-infra"),
+        pg_port: 55433,
+        redis_port: 56380,
+        install_missing: true,
+    };
+    let local = tokio::task::spawn_blocking(move || oxigram_devinfra::LocalInfra::ensure_running(&options))
+        .await??;
+    Ok(Infra {
+        admin_url: local.database_url.clone(),
+        redis_url: local.redis_url.clone(),
+    })
+}
+
+fn unique_name(prefix: &str) -> String {
+    format!("{prefix}_{}_{:08x}", std::process::id(), rand::random::<u32>())
+}
+
+/// Creates an empty database for one test; returns its URL.
+pub async fn fresh_database(infra: &Infra) -> anyhow::Result<String> {
+    let name = unique_name("t");
+    let mut admin = PgConnection::connect(&infra.admin_url).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await?;
+    let (base, _) = infra
+        .admin_url
+        .rsplit_once('/')
+        .context("database URL without a database name")?;
+    Ok(format!("{base}/{name}"))
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn local_service(port: u16) -> ServiceAddr {
+    ServiceAddr {
+        listen: SocketAddr::from(([127, 0, 0, 1], port)),
+        endpoint: format!("http://127.0.0.1:{port}"),
+        database_url: None,
+    }
+}
+
+/// How the services run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// All six in the test's process (single-binary mode).
+    OneProcess,
+    /// Each as its own `oxigram serve --target X` process.
+    Processes,
+}
+
+enum Running {
+    Task(CancellationToken, JoinHandle<anyhow::Result<()>>),
+    Process(Child),
+}
+
+/// A running oxigram with its own database and Redis key prefix.
+pub struct System {
+    pub config: Arc<Config>,
+    pub mode: Mode,
+    pub dir: PathBuf,
+    running: HashMap<Target, Running>,
+}
+
+impl System {
+    /// A configuration on free ports, a fresh database and a fresh key prefix.
+    pub async fn config() -> anyhow::Result<(Config, PathBuf)> {
+        let infra = infra().await?;
+        let dir = std::env::temp_dir().join(unique_name("oxigram-test"));
+        std::fs::create_dir_all(&dir)?;
+        let mut config = Config {
+            database_url: Some(fresh_database(&infra).await?),
+            redis_url: Some(infra.redis_url.clone()),
+            redis_key_prefix: format!("{}:", unique_name("t")),
+            db_pool_size: 8,
+            rpc_timeout_ms: 3_000,
+            ..Default::default()
+        };
+        config.gateway.fixed_login_code = Some(LOGIN_CODE.into());
+        config.gateway.route_ttl_secs = 30;
+        config.media.blob_dir = dir.join("media").display().to_string();
+        config.outbox.poll_ms = 100;
+        config.outbox.fast_path_grace_ms = 300;
+        config.outbox.backoff_base_ms = 50;
+        config.outbox.backoff_max_ms = 500;
+        config.telemetry.log_filter = "info,sqlx=warn".into();
+        let s = &mut config.services;
+        for addr in [
+            &mut s.gateway,
+            &mut s.messages,
+            &mut s.updates,
+            &mut s.dialogs,
+            &mut s.dispatch,
+            &mut s.media,
+        ] {
+            *addr = local_service(free_port()?);
+        }
+        Ok((config, dir))
+    }
+
+    /// Starts every service and waits until the gateway is SERVING.
+    pub async fn start(mode: Mode) -> anyhow::Result<Self> {
+        let (config, dir) = Self::config().await?;
+        Self::start_with(config, dir, mode).await
+    }
+
+    pub async fn start_with(config: Config, dir: PathBuf, mode: Mode) -> anyhow::Result<Self> {
+        let mut system = Self {
+            config: Arc::new(config),
+            mode,
+            dir,
+            running: HashMap::new(),
+        };
+        for target in Target::ALL {
+            system.start_service(target)?;
+        }
+        system.wait_serving(Target::Gateway).await?;
+        Ok(system)
+    }
+
+    fn addr(&self, target: Target) -> &ServiceAddr {
+        let s = &self.config.services;
+        match target {
+            Target::Gateway => &s.gateway,
+            Target::Messages => &s.messages,
+            Target::Updates => &s.updates,
+            Target::Dialogs => &s.dialogs,
+            Target::Dispatch => &s.dispatch,
+            Target::Media => &s.media,
+        }
+    }
+
+    /// The gateway's URL.
+    pub fn gateway(&self) -> String {
+        self.config.services.gateway.endpoint.clone()
+    }
+
+    pub async fn wait_serving(&self, target: Target) -> anyhow::Result<()> {
+        let never = CancellationToken::new();
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            oxigram_kit::wait_serving(target.name(), &self.addr(target).endpoint, &never),
+        )
+        .await
+        .with_context(|| format!("{} did not become SERVING (logs in {})", target.name(), self.dir.display()))?
+    }
+
+    /// Starts one service (again).
+    pub fn start_service(&mut self, target: Target) -> anyhow::Result<()> {
+        let running = match self.mode {
+            Mode::OneProcess => {
+                let token = CancellationToken::new();
+                let (config, stop) = (self.config.clone(), token.clone());
+                let task = tokio::spawn(async move { oxigram::run(config, &[target], stop).await });
+                Running::Task(token, task)
+            }
+            Mode::Processes => {
+                let log = std::fs::File::create(self.dir.join(format!("{}.log", target.name())))?;
+                let child = Command::new(launcher()?)
+                    .args(["serve", "--target", target.name()])
+                    .envs(config_env(&self.config))
+                    .env_remove("RUST_LOG")
+                    .stdout(Stdio::null())
+                    .stderr(log)
+                    .spawn()
+                    .context("cannot start the oxigram launcher")?;
+                Running::Process(child)
+            }
+        };
+        self.running.insert(target, running);
+        Ok(())
+    }
+
+    /// Stops one service: gracefully in one process, by SIGKILL (a crash) as a process.
+    pub async fn stop_service(&mut self, target: Target) -> anyhow::Result<()> {
+        match self.running.remove(&target) {
+            Some(Running::Task(token, task)) => {
+                token.cancel();
+                task.await??;
+            }
+            Some(Running::Process(mut child)) => {
+                child.kill()?;
+                child.wait()?;
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// A connection to the test's database (to look at what the services wrote).
+    pub async fn db(&self) -> anyhow::Result<PgConnection> {
+        let url = self.config.database_url.clone().context("no database")?;
+        Ok(PgConnection::connect(&url).await?)
+    }
+
+    /// A new device (auth key) of this system.
+    pub async fn device(&self) -> anyhow::Result<TestClient> {
+        TestClient::new(&self.gateway()).await
+    }
+}
+
+impl Drop for System {
+    fn drop(&mut self) {
+        for (_, running) in self.running.drain() {
+            match running {
+                Running::Task(token, task) => {
+                    token.cancel();
+                    task.abort();
+                }
+                Running::Process(mut child) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+        }
+    }
+}
+
+/// The `oxigram` binary next to the test binary (`cargo build --bins` puts it there).
+fn launcher() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .context("unexpected test binary location")?;
+    let path = dir.join("oxigram");
+    anyhow::ensure!(
+        path.exists(),
+        "{} is missing: run `cargo build --bins` before the suite (scripts/test does)",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// The configuration as `OXIGRAM_*` variables, for launcher processes.
+fn config_env(c: &Config) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("OXIGRAM_DATABASE_URL".into(), c.database_url.clone().unwrap_or_default()),
+        ("OXIGRAM_REDIS_URL".into(), c.redis_url.clone().unwrap_or_default()),
+        ("OXIGRAM_REDIS_KEY_PREFIX".into(), c.redis_key_prefix.clone()),
+        ("OXIGRAM_DB_POOL_SIZE".into(), c.db_pool_size.to_string()),
+        ("OXIGRAM_RPC_TIMEOUT_MS".into(), c.rpc_timeout_ms.to_string()),
+        ("OXIGRAM_GATEWAY__FIXED_LOGIN_CODE".into(), format!("\"{LOGIN_CODE}\"")),
+        ("OXIGRAM_GATEWAY__ROUTE_TTL_SECS".into(), c.gateway.route_ttl_secs.to_string()),
+        ("OXIGRAM_MEDIA__BLOB_DIR".into(), c.media.blob_dir.clone()),
+        ("OXIGRAM_OUTBOX__POLL_MS".into(), c.outbox.poll_ms.to_string()),
+        ("OXIGRAM_OUTBOX__FAST_PATH_GRACE_MS".into(), c.outbox.fast_path_grace_ms.to_string()),
+        ("OXIGRAM_OUTBOX__BACKOFF_BASE_MS".into(), c.outbox.backoff_base_ms.to_string()),
+        ("OXIGRAM_OUTBOX__BACKOFF_MAX_MS".into(), c.outbox.backoff_max_ms.to_string()),
+        ("OXIGRAM_TELEMETRY__LOG_FILTER".into(), c.telemetry.log_filter.clone()),
+    ];
+    let s = &c.services;
+    for (name, addr) in [
+        ("GATEWAY", &s.gateway),
+        ("MESSAGES", &s.messages),
+        ("UPDATES", &s.updates),
+        ("DIALOGS", &s.dialogs),
+        ("DISPATCH", &s.dispatch),
+        ("MEDIA", &s.media),
+    ] {
+        env.push((format!("OXIGRAM_SERVICES__{name}__LISTEN"), addr.listen.to_string()));
+        env.push((format!("OXIGRAM_SERVICES__{name}__ENDPOINT"), addr.endpoint.clone()));
+    }
+    env
+}
+
+/// Polls `check` until it returns `Some`, or fails after `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await? {
+            return Ok(value);
+        }
+        anyhow::ensure!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -215,6 +215,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail's closure signature
     fn env_overrides_file_overrides_defaults() -> anyhow::Result<()> {
         figment::Jail::expect_with(|jail| {
             jail.create_file(

@@ -7,7 +7,7 @@
 //! gateway that lost the device never removes the route a newer connection wrote.
 //! When Redis is down, lookups fail and pushes wait for the relay's retry; sending goes on.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use redis::{AsyncCommands, aio::ConnectionManager};
 use tokio::sync::Mutex;
@@ -95,17 +95,35 @@ impl Routes {
     /// The online devices of a user.
     pub async fn lookup(&self, user_id: i64) -> redis::RedisResult<Vec<Route>> {
         let mut conn = self.connection().await?;
-        let entries: Vec<(i64, String)> = conn.hgetall(self.key(user_id)).await?;
-        Ok(entries
-            .into_iter()
-            .filter_map(|(auth_key_id, value)| {
-                let (epoch, endpoint) = value.split_once('|')?;
-                Some(Route {
-                    auth_key_id,
-                    epoch: epoch.parse().ok()?,
-                    push_endpoint: endpoint.to_owned(),
-                })
-            })
-            .collect())
+        let entries: HashMap<i64, String> = conn.hgetall(self.key(user_id)).await?;
+        Ok(parse(entries))
     }
+
+    /// The online devices of several users, in one pipelined round trip.
+    pub async fn lookup_many(&self, user_ids: &[i64]) -> redis::RedisResult<HashMap<i64, Vec<Route>>> {
+        let mut users = user_ids.to_vec();
+        users.sort_unstable();
+        users.dedup();
+        let mut pipe = redis::pipe();
+        for user in &users {
+            pipe.hgetall(self.key(*user));
+        }
+        let mut conn = self.connection().await?;
+        let answers: Vec<HashMap<i64, String>> = pipe.query_async(&mut conn).await?;
+        Ok(users.into_iter().zip(answers.into_iter().map(parse)).collect())
+    }
+}
+
+fn parse(entries: HashMap<i64, String>) -> Vec<Route> {
+    entries
+        .into_iter()
+        .filter_map(|(auth_key_id, value)| {
+            let (epoch, endpoint) = value.split_once('|')?;
+            Some(Route {
+                auth_key_id,
+                epoch: epoch.parse().ok()?,
+                push_endpoint: endpoint.to_owned(),
+            })
+        })
+        .collect()
 }

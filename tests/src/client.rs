@@ -1,0 +1,180 @@
+//! A test device: one auth key talking to the gateway, with the client-side rules of seed 002
+//! (apply only contiguous pts; fill gaps with getDifference).
+
+use anyhow::Context;
+use oxigram_proto::{
+    api::v1::{
+        CreateAuthKeyRequest, Difference, DialogsSlice, GetDialogsRequest, GetDifferenceRequest, GetHistoryRequest,
+        SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent,
+        StreamRequest, auth_client::AuthClient, dialogs_client::DialogsClient, messages_client::MessagesClient,
+        updates_client::UpdatesClient,
+    },
+    types::v1::{Message, User},
+};
+use tonic::{
+    Request, Status, Streaming,
+    metadata::{Ascii, MetadataValue},
+    service::{Interceptor, interceptor::InterceptedService},
+    transport::{Channel, Endpoint},
+};
+
+use crate::LOGIN_CODE;
+
+#[derive(Clone)]
+pub struct Key(MetadataValue<Ascii>);
+
+impl Interceptor for Key {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        request.metadata_mut().insert("x-oxigram-auth-key", self.0.clone());
+        Ok(request)
+    }
+}
+
+type Signed = InterceptedService<Channel, Key>;
+
+pub struct TestClient {
+    channel: Signed,
+    pub auth_key_id: i64,
+    pub user: Option<User>,
+}
+
+impl TestClient {
+    /// A new device: creates its auth key.
+    pub async fn new(gateway: &str) -> anyhow::Result<Self> {
+        let channel = Endpoint::from_shared(gateway.to_owned())?.connect().await?;
+        let key = AuthClient::new(channel.clone())
+            .create_auth_key(CreateAuthKeyRequest {
+                device_model: "test".into(),
+            })
+            .await?
+            .into_inner();
+        let value = MetadataValue::try_from(format!("{}:{}", key.auth_key_id, key.secret))?;
+        Ok(Self {
+            channel: InterceptedService::new(channel, Key(value)),
+            auth_key_id: key.auth_key_id,
+            user: None,
+        })
+    }
+
+    pub fn auth(&self) -> AuthClient<Signed> {
+        AuthClient::new(self.channel.clone())
+    }
+    pub fn messages(&self) -> MessagesClient<Signed> {
+        MessagesClient::new(self.channel.clone())
+    }
+    pub fn updates(&self) -> UpdatesClient<Signed> {
+        UpdatesClient::new(self.channel.clone())
+    }
+    pub fn dialogs(&self) -> DialogsClient<Signed> {
+        DialogsClient::new(self.channel.clone())
+    }
+
+    pub fn user_id(&self) -> anyhow::Result<i64> {
+        Ok(self.user.as_ref().context("not signed in")?.id)
+    }
+
+    /// Signs this device up as a new user.
+    pub async fn sign_up(&mut self, phone: &str, name: &str) -> anyhow::Result<User> {
+        let hash = self
+            .auth()
+            .send_code(SendCodeRequest { phone: phone.into() })
+            .await?
+            .into_inner()
+            .phone_code_hash;
+        let user = self
+            .auth()
+            .sign_up(SignUpRequest {
+                phone: phone.into(),
+                phone_code_hash: hash,
+                code: LOGIN_CODE.into(),
+                first_name: name.into(),
+            })
+            .await?
+            .into_inner()
+            .user
+            .context("no user")?;
+        self.user = Some(user.clone());
+        Ok(user)
+    }
+
+    /// Signs this device in to an existing user.
+    pub async fn sign_in(&mut self, phone: &str) -> anyhow::Result<User> {
+        let hash = self
+            .auth()
+            .send_code(SendCodeRequest { phone: phone.into() })
+            .await?
+            .into_inner()
+            .phone_code_hash;
+        let user = self
+            .auth()
+            .sign_in(SignInRequest {
+                phone: phone.into(),
+                phone_code_hash: hash,
+                code: LOGIN_CODE.into(),
+            })
+            .await?
+            .into_inner()
+            .user
+            .context("no user")?;
+        self.user = Some(user.clone());
+        Ok(user)
+    }
+
+    pub async fn send(&self, peer: i64, random_id: i64, text: &str) -> Result<SendMessageResponse, Status> {
+        Ok(self
+            .messages()
+            .send_message(SendMessageRequest {
+                peer_user_id: peer,
+                random_id,
+                text: text.into(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner())
+    }
+
+    pub async fn difference(&self, pts: i32) -> Result<Difference, Status> {
+        Ok(self
+            .updates()
+            .get_difference(GetDifferenceRequest { pts, limit: 100 })
+            .await?
+            .into_inner())
+    }
+
+    pub async fn stream(&self, pts: i32) -> Result<Streaming<StreamEvent>, Status> {
+        Ok(self.updates().stream(StreamRequest { pts }).await?.into_inner())
+    }
+
+    pub async fn dialogs_page(&self) -> Result<DialogsSlice, Status> {
+        Ok(self
+            .dialogs()
+            .get_dialogs(GetDialogsRequest {
+                limit: 100,
+                ..Default::default()
+            })
+            .await?
+            .into_inner())
+    }
+
+    pub async fn history(&self, peer: i64) -> Result<Vec<Message>, Status> {
+        Ok(self
+            .messages()
+            .get_history(GetHistoryRequest {
+                peer_user_id: peer,
+                offset_id: 0,
+                limit: 100,
+            })
+            .await?
+            .into_inner()
+            .messages)
+    }
+}
+
+/// The stable error code of a status.
+pub fn code(status: &Status) -> Option<String> {
+    status
+        .metadata()
+        .get("x-oxigram-error")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}

@@ -1,0 +1,75 @@
+//! The hand-off target (updates) stops after messages committed a send: the send is still
+//! PERSISTED, and when updates is back the event arrives exactly once.
+
+use std::time::Duration;
+
+use oxigram::Target;
+use oxigram_tests::{Mode, System, eventually};
+use sqlx::Row;
+
+async fn recovers(mode: Mode) -> anyhow::Result<()> {
+    let mut system = System::start(mode).await?;
+    let mut alice = system.device().await?;
+    let alice_id = alice.sign_up("15550101", "Alice").await?.id;
+    let mut bob = system.device().await?;
+    let bob_id = bob.sign_up("15550102", "Bob").await?.id;
+
+    system.stop_service(Target::Updates).await?;
+    let sent = alice.send(bob_id, 77, "sent while updates is down").await?;
+    let message = sent.message.clone().ok_or_else(|| anyhow::anyhow!("no message"))?;
+    assert_eq!(sent.pts, 0, "no pts without updates: the client is told to catch up");
+
+    let mut db = system.db().await?;
+    let pending: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM messages.outbox WHERE destination = 'updates' AND status = 0")
+            .fetch_one(&mut db)
+            .await?;
+    assert_eq!(pending, 2, "one event per owner waits in the outbox");
+
+    system.start_service(Target::Updates)?;
+    system.wait_serving(Target::Updates).await?;
+
+    let diff = eventually(Duration::from_secs(20), "Bob's difference", || async {
+        let d = bob.difference(0).await?;
+        Ok((!d.updates.is_empty()).then_some(d))
+    })
+    .await?;
+    assert_eq!(diff.updates.len(), 1);
+    assert_eq!(diff.new_messages[0].text, "sent while updates is down");
+
+    eventually(Duration::from_secs(20), "the outbox to drain", || async {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM messages.outbox WHERE destination = 'updates'")
+            .fetch_one(&mut system.db().await?)
+            .await?;
+        Ok((left == 0).then_some(()))
+    })
+    .await?;
+
+    // A resend after the lost response: the original message, now with its pts.
+    let again = alice.send(bob_id, 77, "sent while updates is down").await?;
+    assert_eq!(again.message.map(|m| m.id), Some(message.id));
+    assert_eq!(again.pts, 1);
+
+    let rows = sqlx::query("SELECT user_id, pts FROM updates.update_log ORDER BY user_id")
+        .fetch_all(&mut db)
+        .await?;
+    let logged: Vec<(i64, i32)> = rows
+        .iter()
+        .map(|r| Ok((r.try_get("user_id")?, r.try_get("pts")?)))
+        .collect::<Result<_, sqlx::Error>>()?;
+    let mut expected = vec![(alice_id, 1), (bob_id, 1)];
+    expected.sort();
+    assert_eq!(logged, expected, "exactly one update per owner, despite relay and replay");
+    assert_eq!(alice.difference(0).await?.updates.len(), 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_stopped_gracefully_in_one_process() -> anyhow::Result<()> {
+    recovers(Mode::OneProcess).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updates_process_killed() -> anyhow::Result<()> {
+    recovers(Mode::Processes).await
+}

@@ -1,0 +1,83 @@
+//! One send produces spans in gateway, messages, updates and dispatch that share one trace id,
+//! each hop the child of the one before, across gRPC calls and across outbox hand-offs.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use opentelemetry::{Value, trace::SpanId};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use oxigram_tests::{Mode, System, eventually};
+
+fn find<'a>(spans: &'a [SpanData], name: &str, destination: Option<&str>) -> Option<&'a SpanData> {
+    spans.iter().find(|s| {
+        s.name == name
+            && destination.is_none_or(|d| {
+                s.attributes
+                    .iter()
+                    .any(|kv| kv.key.as_str() == "destination" && kv.value == Value::from(d.to_owned()))
+            })
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let telemetry = oxigram_telemetry::TelemetryConfig {
+        log_filter: "info,sqlx=warn".into(),
+        ..Default::default()
+    };
+    let _guard = oxigram_telemetry::init_with_provider("oxigram", &telemetry, provider.clone())?;
+
+    let system = System::start(Mode::OneProcess).await?;
+    let mut alice = system.device().await?;
+    alice.sign_up("15550201", "Alice").await?;
+    let mut bob = system.device().await?;
+    let bob_id = bob.sign_up("15550202", "Bob").await?.id;
+    let mut stream = bob.stream(0).await?;
+    exporter.reset();
+
+    alice.send(bob_id, 9, "traced").await?;
+    tokio::time::timeout(Duration::from_secs(15), stream.message())
+        .await
+        .context("no push")??
+        .context("stream ended")?;
+
+    let chain = [
+        ("/oxigram.api.v1.Messages/SendMessage", None),
+        ("/oxigram.internal.v1.Messages/SendMessage", None),
+        ("/oxigram.internal.v1.Updates/Append", None),
+        ("outbox.deliver", Some("dispatch")),
+        ("/oxigram.internal.v1.Dispatch/Enqueue", None),
+        ("outbox.deliver", Some("push")),
+        ("/oxigram.internal.v1.GatewayPush/Push", None),
+    ];
+    let spans = eventually(Duration::from_secs(10), "every span of the chain", || async {
+        let _ = provider.force_flush();
+        let spans = exporter.get_finished_spans()?;
+        Ok(chain
+            .iter()
+            .all(|(name, dest)| find(&spans, name, *dest).is_some())
+            .then_some(spans))
+    })
+    .await?;
+
+    let root = find(&spans, chain[0].0, None).context("gateway span")?;
+    let trace_id = root.span_context.trace_id();
+    assert_eq!(root.parent_span_id, SpanId::INVALID, "the client's call starts the trace");
+    let mut parent = root.span_context.span_id();
+    for (name, dest) in &chain[1..] {
+        let span = find(&spans, name, *dest).context("span")?;
+        assert_eq!(span.span_context.trace_id(), trace_id, "{name} {dest:?} is in the send's trace");
+        assert_eq!(span.parent_span_id, parent, "{name} {dest:?} is the child of the previous hop");
+        parent = span.span_context.span_id();
+    }
+    // Dialogs is fed from the same trace, through the messages outbox.
+    let apply = find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None);
+    if let Some(apply) = apply {
+        assert_eq!(apply.span_context.trace_id(), trace_id);
+    }
+    Ok(())
+}
