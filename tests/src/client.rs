@@ -4,9 +4,10 @@
 use anyhow::Context;
 use oxigram_proto::{
     api::v1::{
-        CreateAuthKeyRequest, Difference, DialogsSlice, GetDialogsRequest, GetDifferenceRequest, GetHistoryRequest,
-        SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent,
-        StreamRequest, auth_client::AuthClient, dialogs_client::DialogsClient, messages_client::MessagesClient,
+        CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest, GetDifferenceRequest,
+        GetHistoryRequest, SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest,
+        SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient,
+        dialogs_client::DialogsClient, messages_client::MessagesClient,
         updates_client::UpdatesClient,
     },
     types::v1::{Message, User},
@@ -25,7 +26,9 @@ pub struct Key(MetadataValue<Ascii>);
 
 impl Interceptor for Key {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        request.metadata_mut().insert("x-oxigram-auth-key", self.0.clone());
+        request
+            .metadata_mut()
+            .insert("x-oxigram-auth-key", self.0.clone());
         Ok(request)
     }
 }
@@ -77,7 +80,9 @@ impl TestClient {
     pub async fn sign_up(&mut self, phone: &str, name: &str) -> anyhow::Result<User> {
         let hash = self
             .auth()
-            .send_code(SendCodeRequest { phone: phone.into() })
+            .send_code(SendCodeRequest {
+                phone: phone.into(),
+            })
             .await?
             .into_inner()
             .phone_code_hash;
@@ -101,7 +106,9 @@ impl TestClient {
     pub async fn sign_in(&mut self, phone: &str) -> anyhow::Result<User> {
         let hash = self
             .auth()
-            .send_code(SendCodeRequest { phone: phone.into() })
+            .send_code(SendCodeRequest {
+                phone: phone.into(),
+            })
             .await?
             .into_inner()
             .phone_code_hash;
@@ -120,7 +127,12 @@ impl TestClient {
         Ok(user)
     }
 
-    pub async fn send(&self, peer: i64, random_id: i64, text: &str) -> Result<SendMessageResponse, Status> {
+    pub async fn send(
+        &self,
+        peer: i64,
+        random_id: i64,
+        text: &str,
+    ) -> Result<SendMessageResponse, Status> {
         Ok(self
             .messages()
             .send_message(SendMessageRequest {
@@ -142,7 +154,11 @@ impl TestClient {
     }
 
     pub async fn stream(&self, pts: i32) -> Result<Streaming<StreamEvent>, Status> {
-        Ok(self.updates().stream(StreamRequest { pts }).await?.into_inner())
+        Ok(self
+            .updates()
+            .stream(StreamRequest { pts })
+            .await?
+            .into_inner())
     }
 
     pub async fn dialogs_page(&self) -> Result<DialogsSlice, Status> {

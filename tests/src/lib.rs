@@ -49,8 +49,9 @@ pub async fn infra() -> anyhow::Result<Infra> {
         redis_port: 56380,
         install_missing: true,
     };
-    let local = tokio::task::spawn_blocking(move || oxigram_devinfra::LocalInfra::ensure_running(&options))
-        .await??;
+    let local =
+        tokio::task::spawn_blocking(move || oxigram_devinfra::LocalInfra::ensure_running(&options))
+            .await??;
     Ok(Infra {
         admin_url: local.database_url.clone(),
         redis_url: local.redis_url.clone(),
@@ -58,7 +59,11 @@ pub async fn infra() -> anyhow::Result<Infra> {
 }
 
 fn unique_name(prefix: &str) -> String {
-    format!("{prefix}_{}_{:08x}", std::process::id(), rand::random::<u32>())
+    format!(
+        "{prefix}_{}_{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }
 
 /// Creates an empty database for one test; returns its URL.
@@ -189,7 +194,13 @@ impl System {
             oxigram_kit::wait_serving(target.name(), &self.addr(target).endpoint, &never),
         )
         .await
-        .with_context(|| format!("{} did not become SERVING (logs in {})", target.name(), self.dir.display()))?
+        .with_context(|| {
+            format!(
+                "{} did not become SERVING (logs in {})",
+                target.name(),
+                self.dir.display()
+            )
+        })?
     }
 
     /// Starts one service (again).
@@ -282,19 +293,52 @@ fn launcher() -> anyhow::Result<PathBuf> {
 /// The configuration as `OXIGRAM_*` variables, for launcher processes.
 fn config_env(c: &Config) -> Vec<(String, String)> {
     let mut env = vec![
-        ("OXIGRAM_DATABASE_URL".into(), c.database_url.clone().unwrap_or_default()),
-        ("OXIGRAM_REDIS_URL".into(), c.redis_url.clone().unwrap_or_default()),
-        ("OXIGRAM_REDIS_KEY_PREFIX".into(), c.redis_key_prefix.clone()),
+        (
+            "OXIGRAM_DATABASE_URL".into(),
+            c.database_url.clone().unwrap_or_default(),
+        ),
+        (
+            "OXIGRAM_REDIS_URL".into(),
+            c.redis_url.clone().unwrap_or_default(),
+        ),
+        (
+            "OXIGRAM_REDIS_KEY_PREFIX".into(),
+            c.redis_key_prefix.clone(),
+        ),
         ("OXIGRAM_DB_POOL_SIZE".into(), c.db_pool_size.to_string()),
-        ("OXIGRAM_RPC_TIMEOUT_MS".into(), c.rpc_timeout_ms.to_string()),
-        ("OXIGRAM_GATEWAY__FIXED_LOGIN_CODE".into(), format!("\"{LOGIN_CODE}\"")),
-        ("OXIGRAM_GATEWAY__ROUTE_TTL_SECS".into(), c.gateway.route_ttl_secs.to_string()),
+        (
+            "OXIGRAM_RPC_TIMEOUT_MS".into(),
+            c.rpc_timeout_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_GATEWAY__FIXED_LOGIN_CODE".into(),
+            format!("\"{LOGIN_CODE}\""),
+        ),
+        (
+            "OXIGRAM_GATEWAY__ROUTE_TTL_SECS".into(),
+            c.gateway.route_ttl_secs.to_string(),
+        ),
         ("OXIGRAM_MEDIA__BLOB_DIR".into(), c.media.blob_dir.clone()),
-        ("OXIGRAM_OUTBOX__POLL_MS".into(), c.outbox.poll_ms.to_string()),
-        ("OXIGRAM_OUTBOX__FAST_PATH_GRACE_MS".into(), c.outbox.fast_path_grace_ms.to_string()),
-        ("OXIGRAM_OUTBOX__BACKOFF_BASE_MS".into(), c.outbox.backoff_base_ms.to_string()),
-        ("OXIGRAM_OUTBOX__BACKOFF_MAX_MS".into(), c.outbox.backoff_max_ms.to_string()),
-        ("OXIGRAM_TELEMETRY__LOG_FILTER".into(), c.telemetry.log_filter.clone()),
+        (
+            "OXIGRAM_OUTBOX__POLL_MS".into(),
+            c.outbox.poll_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_OUTBOX__FAST_PATH_GRACE_MS".into(),
+            c.outbox.fast_path_grace_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_OUTBOX__BACKOFF_BASE_MS".into(),
+            c.outbox.backoff_base_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_OUTBOX__BACKOFF_MAX_MS".into(),
+            c.outbox.backoff_max_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_TELEMETRY__LOG_FILTER".into(),
+            c.telemetry.log_filter.clone(),
+        ),
     ];
     let s = &c.services;
     for (name, addr) in [
@@ -305,8 +349,14 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
         ("DISPATCH", &s.dispatch),
         ("MEDIA", &s.media),
     ] {
-        env.push((format!("OXIGRAM_SERVICES__{name}__LISTEN"), addr.listen.to_string()));
-        env.push((format!("OXIGRAM_SERVICES__{name}__ENDPOINT"), addr.endpoint.clone()));
+        env.push((
+            format!("OXIGRAM_SERVICES__{name}__LISTEN"),
+            addr.listen.to_string(),
+        ));
+        env.push((
+            format!("OXIGRAM_SERVICES__{name}__ENDPOINT"),
+            addr.endpoint.clone(),
+        ));
     }
     env
 }
@@ -322,7 +372,10 @@ where
         if let Some(value) = check().await? {
             return Ok(value);
         }
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -36,7 +36,11 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
     let mut bob_phone = system.device().await?;
     let bob_id = bob_phone.sign_up("15550002", "Bob").await?.id;
     let mut bob_laptop = system.device().await?;
-    assert_eq!(bob_laptop.sign_in("+15550002").await?.id, bob_id, "one account, two devices");
+    assert_eq!(
+        bob_laptop.sign_in("+15550002").await?.id,
+        bob_id,
+        "one account, two devices"
+    );
 
     // Online: Bob's phone and Alice's own device listen; Bob's laptop stays offline.
     let mut bob_stream = bob_phone.stream(0).await?;
@@ -44,8 +48,15 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
 
     let sent = alice.send(bob_id, 1001, "hello Bob").await?;
     let message = sent.message.context("no message")?;
-    assert_eq!((message.id, message.text.as_str(), message.out), (1, "hello Bob", true));
-    assert_eq!((sent.pts, sent.pts_count), (1, 1), "the fast path carried Alice's pts");
+    assert_eq!(
+        (message.id, message.text.as_str(), message.out),
+        (1, "hello Bob", true)
+    );
+    assert_eq!(
+        (sent.pts, sent.pts_count),
+        (1, 1),
+        "the fast path carried Alice's pts"
+    );
 
     let pushed = next_update(&mut bob_stream).await?;
     assert_eq!((pushed.pts, pushed.pts_count), (1, 1));
@@ -63,7 +74,10 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
     let reply = bob_laptop.send(alice_id, 2002, "hi Alice").await?;
     assert_eq!(reply.pts, 2, "Bob's second update");
     let first_for_alice = next_update(&mut alice_stream).await?;
-    assert_eq!(text_of(&first_for_alice), Some((2, "hi Alice".into(), false)));
+    assert_eq!(
+        text_of(&first_for_alice),
+        Some((2, "hi Alice".into(), false))
+    );
     assert_eq!(first_for_alice.pts, 2);
     // The phone (not the sending laptop) gets Bob's own message as update pts 2.
     let own = next_update(&mut bob_stream).await?;
@@ -80,9 +94,24 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
             .map(|d| (d, page)))
     })
     .await?;
-    assert_eq!(alice_dialog.0.unread_count, 1, "Bob's reply is unread for Alice");
-    assert!(alice_dialog.1.messages.iter().any(|m| m.id == 2 && m.text == "hi Alice"));
-    assert!(alice_dialog.1.users.iter().any(|u| u.id == bob_id && u.first_name == "Bob"));
+    assert_eq!(
+        alice_dialog.0.unread_count, 1,
+        "Bob's reply is unread for Alice"
+    );
+    assert!(
+        alice_dialog
+            .1
+            .messages
+            .iter()
+            .any(|m| m.id == 2 && m.text == "hi Alice")
+    );
+    assert!(
+        alice_dialog
+            .1
+            .users
+            .iter()
+            .any(|u| u.id == bob_id && u.first_name == "Bob")
+    );
     let bob_dialog = eventually(Duration::from_secs(15), "Bob's dialog", || async {
         let page = bob_phone.dialogs_page().await?;
         Ok(page
@@ -91,11 +120,18 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
             .find(|d| d.peer_user_id == alice_id && d.top_message_id == 2))
     })
     .await?;
-    assert_eq!(bob_dialog.unread_count, 1, "Alice's message is unread, Bob's own reply is not");
+    assert_eq!(
+        bob_dialog.unread_count, 1,
+        "Alice's message is unread, Bob's own reply is not"
+    );
 
     let history = bob_phone.history(alice_id).await?;
     let texts: Vec<&str> = history.iter().map(|m| m.text.as_str()).collect();
-    assert_eq!(texts, ["hi Alice", "hello Bob"], "newest first, Bob's own ids");
+    assert_eq!(
+        texts,
+        ["hi Alice", "hello Bob"],
+        "newest first, Bob's own ids"
+    );
     Ok(())
 }
 

@@ -16,14 +16,21 @@ async fn recovers(mode: Mode) -> anyhow::Result<()> {
 
     system.stop_service(Target::Updates).await?;
     let sent = alice.send(bob_id, 77, "sent while updates is down").await?;
-    let message = sent.message.clone().ok_or_else(|| anyhow::anyhow!("no message"))?;
-    assert_eq!(sent.pts, 0, "no pts without updates: the client is told to catch up");
+    let message = sent
+        .message
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("no message"))?;
+    assert_eq!(
+        sent.pts, 0,
+        "no pts without updates: the client is told to catch up"
+    );
 
     let mut db = system.db().await?;
-    let pending: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM messages.outbox WHERE destination = 'updates' AND status = 0")
-            .fetch_one(&mut db)
-            .await?;
+    let pending: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM messages.outbox WHERE destination = 'updates' AND status = 0",
+    )
+    .fetch_one(&mut db)
+    .await?;
     assert_eq!(pending, 2, "one event per owner waits in the outbox");
 
     system.start_service(Target::Updates)?;
@@ -38,9 +45,11 @@ async fn recovers(mode: Mode) -> anyhow::Result<()> {
     assert_eq!(diff.new_messages[0].text, "sent while updates is down");
 
     eventually(Duration::from_secs(20), "the outbox to drain", || async {
-        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM messages.outbox WHERE destination = 'updates'")
-            .fetch_one(&mut system.db().await?)
-            .await?;
+        let left: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM messages.outbox WHERE destination = 'updates'",
+        )
+        .fetch_one(&mut system.db().await?)
+        .await?;
         Ok((left == 0).then_some(()))
     })
     .await?;
@@ -59,7 +68,10 @@ async fn recovers(mode: Mode) -> anyhow::Result<()> {
         .collect::<Result<_, sqlx::Error>>()?;
     let mut expected = vec![(alice_id, 1), (bob_id, 1)];
     expected.sort();
-    assert_eq!(logged, expected, "exactly one update per owner, despite relay and replay");
+    assert_eq!(
+        logged, expected,
+        "exactly one update per owner, despite relay and replay"
+    );
     assert_eq!(alice.difference(0).await?.updates.len(), 1);
     Ok(())
 }

@@ -5,12 +5,22 @@ use std::{collections::BTreeSet, path::Path};
 use oxigram_tests::{Mode, System};
 use sqlx::Row;
 
-const SCHEMAS: [&str; 6] = ["gateway", "messages", "updates", "dialogs", "dispatch", "media"];
+const SCHEMAS: [&str; 6] = [
+    "gateway", "messages", "updates", "dialogs", "dispatch", "media",
+];
 
 /// Tables each service owns (besides its outbox, inbox and migration history).
 const OWNED: [(&str, &[&str]); 6] = [
     ("gateway", &["users", "auth_keys", "login_codes"]),
-    ("messages", &["message_bodies", "message_boxes", "box_sequences", "idempotency_keys"]),
+    (
+        "messages",
+        &[
+            "message_bodies",
+            "message_boxes",
+            "box_sequences",
+            "idempotency_keys",
+        ],
+    ),
     ("updates", &["user_state", "update_log"]),
     ("dialogs", &["dialogs"]),
     ("dispatch", &[]),
@@ -34,16 +44,26 @@ async fn every_table_is_in_its_services_schema() -> anyhow::Result<()> {
         .map(|r| Ok((r.try_get("table_schema")?, r.try_get("table_name")?)))
         .collect::<Result<_, sqlx::Error>>()?;
     for (schema, _) in &tables {
-        assert!(SCHEMAS.contains(&schema.as_str()), "a table outside the services' schemas: {schema}");
+        assert!(
+            SCHEMAS.contains(&schema.as_str()),
+            "a table outside the services' schemas: {schema}"
+        );
     }
     for schema in SCHEMAS {
         for shared in ["outbox", "inbox", "_sqlx_migrations"] {
-            assert!(tables.contains(&(schema.into(), shared.into())), "{schema}.{shared} missing");
+            assert!(
+                tables.contains(&(schema.into(), shared.into())),
+                "{schema}.{shared} missing"
+            );
         }
     }
     for (schema, owned) in OWNED {
         for table in owned {
-            let homes: Vec<&String> = tables.iter().filter(|(_, t)| t == table).map(|(s, _)| s).collect();
+            let homes: Vec<&String> = tables
+                .iter()
+                .filter(|(_, t)| t == table)
+                .map(|(s, _)| s)
+                .collect();
             assert_eq!(homes, [schema], "{table} lives only in {schema}");
         }
     }

@@ -12,9 +12,9 @@ fn find<'a>(spans: &'a [SpanData], name: &str, destination: Option<&str>) -> Opt
     spans.iter().find(|s| {
         s.name == name
             && destination.is_none_or(|d| {
-                s.attributes
-                    .iter()
-                    .any(|kv| kv.key.as_str() == "destination" && kv.value == Value::from(d.to_owned()))
+                s.attributes.iter().any(|kv| {
+                    kv.key.as_str() == "destination" && kv.value == Value::from(d.to_owned())
+                })
             })
     })
 }
@@ -54,30 +54,53 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
         ("outbox.deliver", Some("push")),
         ("/oxigram.internal.v1.GatewayPush/Push", None),
     ];
-    let spans = eventually(Duration::from_secs(10), "every span of the chain", || async {
-        let _ = provider.force_flush();
-        let spans = exporter.get_finished_spans()?;
-        Ok(chain
-            .iter()
-            .all(|(name, dest)| find(&spans, name, *dest).is_some())
+    let spans = eventually(
+        Duration::from_secs(10),
+        "every span of the chain",
+        || async {
+            let _ = provider.force_flush();
+            let spans = exporter.get_finished_spans()?;
+            let dialogs = find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None).is_some();
+            Ok((dialogs
+                && chain
+                    .iter()
+                    .all(|(name, dest)| find(&spans, name, *dest).is_some()))
             .then_some(spans))
-    })
+        },
+    )
     .await?;
 
     let root = find(&spans, chain[0].0, None).context("gateway span")?;
     let trace_id = root.span_context.trace_id();
-    assert_eq!(root.parent_span_id, SpanId::INVALID, "the client's call starts the trace");
+    assert_eq!(
+        root.parent_span_id,
+        SpanId::INVALID,
+        "the client's call starts the trace"
+    );
     let mut parent = root.span_context.span_id();
     for (name, dest) in &chain[1..] {
         let span = find(&spans, name, *dest).context("span")?;
-        assert_eq!(span.span_context.trace_id(), trace_id, "{name} {dest:?} is in the send's trace");
-        assert_eq!(span.parent_span_id, parent, "{name} {dest:?} is the child of the previous hop");
+        assert_eq!(
+            span.span_context.trace_id(),
+            trace_id,
+            "{name} {dest:?} is in the send's trace"
+        );
+        assert_eq!(
+            span.parent_span_id, parent,
+            "{name} {dest:?} is the child of the previous hop"
+        );
         parent = span.span_context.span_id();
     }
-    // Dialogs is fed from the same trace, through the messages outbox.
-    let apply = find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None);
-    if let Some(apply) = apply {
-        assert_eq!(apply.span_context.trace_id(), trace_id);
-    }
+    // Dialogs is fed from the same send, through the messages outbox.
+    let messages_span = find(&spans, chain[1].0, None).context("messages span")?;
+    let to_dialogs = find(&spans, "outbox.deliver", Some("dialogs")).context("dialogs hand-off")?;
+    let apply =
+        find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None).context("dialogs span")?;
+    assert_eq!(
+        to_dialogs.parent_span_id,
+        messages_span.span_context.span_id()
+    );
+    assert_eq!(apply.parent_span_id, to_dialogs.span_context.span_id());
+    assert_eq!(apply.span_context.trace_id(), trace_id);
     Ok(())
 }

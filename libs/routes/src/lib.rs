@@ -100,7 +100,10 @@ impl Routes {
     }
 
     /// The online devices of several users, in one pipelined round trip.
-    pub async fn lookup_many(&self, user_ids: &[i64]) -> redis::RedisResult<HashMap<i64, Vec<Route>>> {
+    pub async fn lookup_many(
+        &self,
+        user_ids: &[i64],
+    ) -> redis::RedisResult<HashMap<i64, Vec<Route>>> {
         let mut users = user_ids.to_vec();
         users.sort_unstable();
         users.dedup();
@@ -110,7 +113,10 @@ impl Routes {
         }
         let mut conn = self.connection().await?;
         let answers: Vec<HashMap<i64, String>> = pipe.query_async(&mut conn).await?;
-        Ok(users.into_iter().zip(answers.into_iter().map(parse)).collect())
+        Ok(users
+            .into_iter()
+            .zip(answers.into_iter().map(parse))
+            .collect())
     }
 }
 
