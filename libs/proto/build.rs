@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../proto")
+        .canonicalize()?;
+    println!("cargo:rerun-if-changed={}", root.display());
     let protos: Vec<PathBuf> = [
         "oxigram/types/v1/types.proto",
         "oxigram/api/v1/client.proto",

@@ -122,6 +122,12 @@ fn show_update(u: &PtsUpdate, messages: &[Message]) -> String {
         Some(update::Kind::ReadHistoryOutbox(r)) => {
             format!("peer {} read up to #{}", r.peer_user_id, r.max_id)
         }
+        Some(update::Kind::DeliveredOutbox(r)) => {
+            format!(
+                "a device of peer {} stored up to #{}",
+                r.peer_user_id, r.max_id
+            )
+        }
         None => "unknown update".into(),
     };
     format!("[pts {}] {what}", u.pts)
@@ -306,6 +312,7 @@ async fn main() -> anyhow::Result<()> {
                     peer_user_id: peer,
                     offset_id,
                     limit,
+                    ..Default::default()
                 })
                 .await?
                 .into_inner();

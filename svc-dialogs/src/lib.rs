@@ -1,13 +1,18 @@
-//! svc-dialogs: each user's dialogs with their top message, read watermarks and unread
-//! counters. It learns of new messages from the same events as the update log, through its
-//! idempotent `ApplyEvents` receiver.
+//! svc-dialogs: each user's dialogs with their top message, read watermarks, unread counters
+//! and delivery receipts. It learns of new messages from the same events as the update log,
+//! through its idempotent `ApplyEvents` receiver; reads and receipts it makes are events for
+//! svc-updates, written to its own outbox in the same transaction.
 
 mod service;
 mod store;
 
 use std::sync::Arc;
 
-use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_kit::{
+    Config, GrpcServer, startup,
+    to_updates::{TO_UPDATES, ToUpdates},
+};
+use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::dialogs_server::DialogsServer;
 use tokio_util::sync::CancellationToken;
 
@@ -24,11 +29,28 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let server = GrpcServer::bind("dialogs", me.listen).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let service = DialogsService::new(pool.clone());
+    let outbox = Outbox::new(
+        pool.clone(),
+        SCHEMA,
+        startup::relay_config(&config.outbox),
+        &[TO_UPDATES],
+    );
+    let to_updates = ToUpdates::new(oxigram_kit::channel(
+        &config.services.updates.endpoint,
+        config.rpc_timeout(),
+    )?);
+    let service = DialogsService::new(pool.clone(), outbox.clone(), to_updates.clone());
+    let relay = outbox.relay(to_updates);
     let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();
-        startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, vec![], shutdown)
+        let deps = vec![("updates", config.services.updates.endpoint.clone())];
+        async move {
+            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
+                .await?;
+            relay.run(shutdown).await;
+            anyhow::Ok(())
+        }
     };
     let routes = tonic::service::Routes::new(DialogsServer::new(service));
     tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;

@@ -1,9 +1,12 @@
 //! The Dialogs gRPC service.
 
 use oxigram_errors::{Error, ErrorCode};
+use oxigram_kit::to_updates::ToUpdates;
+use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::{
     ApplyEventsRequest, ApplyEventsResponse, GetDialogsRequest, GetDialogsResponse,
-    dialogs_server::Dialogs,
+    GetOutboxReadDateRequest, GetOutboxReadDateResponse, ReadHistoryRequest, ReadHistoryResponse,
+    ReceivedMessagesRequest, ReceivedMessagesResponse, dialogs_server::Dialogs,
 };
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
@@ -18,11 +21,17 @@ pub const MAX_EVENTS: usize = 1000;
 
 pub struct DialogsService {
     pool: PgPool,
+    outbox: Outbox,
+    to_updates: ToUpdates,
 }
 
 impl DialogsService {
-    pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+    pub fn new(pool: PgPool, outbox: Outbox, to_updates: ToUpdates) -> Self {
+        Self {
+            pool,
+            outbox,
+            to_updates,
+        }
     }
 }
 
@@ -84,5 +93,85 @@ impl Dialogs for DialogsService {
             .await
             .map_err(Error::from)?;
         Ok(Response::new(GetDialogsResponse { dialogs }))
+    }
+
+    async fn read_history(
+        &self,
+        request: Request<ReadHistoryRequest>,
+    ) -> Result<Response<ReadHistoryResponse>, Status> {
+        let r = request.into_inner();
+        if r.max_id < 0 {
+            return Err(fail(
+                ErrorCode::MessageIdInvalid,
+                "max_id must not be negative",
+            ));
+        }
+        let moved = store::read_history(
+            &self.pool,
+            &self.outbox,
+            r.owner_id,
+            r.peer_user_id,
+            r.max_id,
+            r.auth_key_id,
+        )
+        .await
+        .map_err(Error::from)?;
+        let Some(moved) = moved else {
+            return Ok(Response::new(ReadHistoryResponse {
+                pts: 0,
+                pts_count: 0,
+                moved: false,
+            }));
+        };
+        let (pts, pts_count) = self
+            .to_updates
+            .fast_path(&self.outbox, moved.events, &moved.rows, r.owner_id)
+            .await;
+        Ok(Response::new(ReadHistoryResponse {
+            pts,
+            pts_count,
+            moved: true,
+        }))
+    }
+
+    async fn get_outbox_read_date(
+        &self,
+        request: Request<GetOutboxReadDateRequest>,
+    ) -> Result<Response<GetOutboxReadDateResponse>, Status> {
+        let r = request.into_inner();
+        let date = store::outbox_read_date(&self.pool, r.owner_id, r.peer_user_id, r.msg_id)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| fail(ErrorCode::MessageNotReadYet, "the peer has not read it yet"))?;
+        Ok(Response::new(GetOutboxReadDateResponse { date }))
+    }
+
+    async fn received_messages(
+        &self,
+        request: Request<ReceivedMessagesRequest>,
+    ) -> Result<Response<ReceivedMessagesResponse>, Status> {
+        let r = request.into_inner();
+        if r.max_id < 0 {
+            return Err(fail(
+                ErrorCode::MessageIdInvalid,
+                "max_id must not be negative",
+            ));
+        }
+        let (max_id, moved) = store::received(
+            &self.pool,
+            &self.outbox,
+            r.owner_id,
+            r.auth_key_id,
+            r.max_id,
+        )
+        .await
+        .map_err(Error::from)?;
+        if let Some(moved) = moved {
+            // The receipts go to the senders, not to the caller: no pts to report back.
+            self.to_updates
+                .fast_path(&self.outbox, moved.events, &moved.rows, 0)
+                .await;
+        }
+        Ok(Response::new(ReceivedMessagesResponse { max_id }))
     }
 }

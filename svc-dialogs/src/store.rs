@@ -1,11 +1,20 @@
-//! The SQL of dialogs.
+//! The SQL of dialogs: applying message events, reads (READ), receipts (DELIVERED), pages.
 
+use oxigram_kit::to_updates::TO_UPDATES;
+use oxigram_outbox::{HandOff, Outbox};
 use oxigram_proto::{
     internal::v1::Dialog,
-    types::v1::{UserEvent, update},
+    types::v1::{
+        Update, UpdateDeliveredOutbox, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent,
+        update,
+    },
 };
-use sqlx::{PgPool, Row};
+use prost::Message as _;
+use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
+
+/// Most peers one receipt reports to; older gaps are left to later receipts.
+pub const MAX_RECEIPT_PEERS: i64 = 1000;
 
 /// Applies events once each (the inbox skips replays); returns how many were new.
 pub async fn apply(pool: &PgPool, mut events: Vec<(Uuid, UserEvent)>) -> Result<i32, sqlx::Error> {
@@ -18,32 +27,39 @@ pub async fn apply(pool: &PgPool, mut events: Vec<(Uuid, UserEvent)>) -> Result<
             continue;
         }
         applied += 1;
-        let Some(kind) = event.update.and_then(|u| u.kind) else {
+        let Some(update::Kind::NewMessage(new)) = event.update.and_then(|u| u.kind) else {
             continue;
         };
-        match kind {
-            update::Kind::NewMessage(new) => {
-                let Some(m) = new.message else { continue };
-                // Primary key of dialogs.
-                sqlx::query(
-                    "INSERT INTO dialogs (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
-                     VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END)
-                     ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
-                        top_message_date = CASE WHEN EXCLUDED.top_message_id > dialogs.top_message_id
-                                           THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END,
-                        top_message_id = GREATEST(dialogs.top_message_id, EXCLUDED.top_message_id),
-                        unread_count = dialogs.unread_count
-                            + CASE WHEN $5 OR $3 <= dialogs.read_inbox_max_id THEN 0 ELSE 1 END",
-                )
-                .bind(event.user_id)
-                .bind(m.peer_user_id)
-                .bind(m.id)
-                .bind(m.date)
-                .bind(m.out)
-                .execute(&mut *tx)
-                .await?;
-            }
-            update::Kind::ReadHistoryInbox(_) | update::Kind::ReadHistoryOutbox(_) => {}
+        let Some(m) = new.message else { continue };
+        // Primary key of dialogs.
+        sqlx::query(
+            "INSERT INTO dialogs (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
+             VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END)
+             ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
+                top_message_date = CASE WHEN EXCLUDED.top_message_id > dialogs.top_message_id
+                                   THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END,
+                top_message_id = GREATEST(dialogs.top_message_id, EXCLUDED.top_message_id),
+                unread_count = dialogs.unread_count
+                    + CASE WHEN $5 OR $3 <= dialogs.read_inbox_max_id THEN 0 ELSE 1 END",
+        )
+        .bind(event.user_id)
+        .bind(m.peer_user_id)
+        .bind(m.id)
+        .bind(m.date)
+        .bind(m.out)
+        .execute(&mut *tx)
+        .await?;
+        if !m.out {
+            sqlx::query(
+                "INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            )
+            .bind(event.user_id)
+            .bind(m.peer_user_id)
+            .bind(m.id)
+            .bind(event.peer_box_id)
+            .execute(&mut *tx)
+            .await?;
         }
     }
     tx.commit().await?;
@@ -59,7 +75,7 @@ pub async fn page(
 ) -> Result<Vec<Dialog>, sqlx::Error> {
     let rows = sqlx::query(
         "SELECT peer_user_id, top_message_id, top_message_date, read_inbox_max_id,
-                read_outbox_max_id, unread_count
+                read_outbox_max_id, unread_count, delivered_outbox_max_id
          FROM dialogs
          WHERE owner_id = $1 AND (top_message_date, top_message_id, peer_user_id) < ($2, $3, $4)
          ORDER BY top_message_date DESC, top_message_id DESC, peer_user_id DESC
@@ -81,7 +97,262 @@ pub async fn page(
                 read_inbox_max_id: r.try_get("read_inbox_max_id")?,
                 read_outbox_max_id: r.try_get("read_outbox_max_id")?,
                 unread_count: r.try_get("unread_count")?,
+                delivered_outbox_max_id: r.try_get("delivered_outbox_max_id")?,
             })
         })
         .collect()
+}
+
+fn event(user_id: i64, kind: update::Kind, origin_auth_key_id: i64) -> UserEvent {
+    UserEvent {
+        event_id: Uuid::new_v4().to_string(),
+        user_id,
+        pts_count: 1,
+        date: chrono::Utc::now().timestamp(),
+        update: Some(Update { kind: Some(kind) }),
+        origin_auth_key_id,
+        peer_box_id: 0,
+    }
+}
+
+/// Writes events for svc-updates into the outbox (fast path first); returns their rows.
+async fn enqueue(
+    tx: &mut PgConnection,
+    outbox: &Outbox,
+    events: &[UserEvent],
+) -> Result<Vec<i64>, sqlx::Error> {
+    let mut rows = Vec::with_capacity(events.len());
+    for e in events {
+        let id = Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
+        rows.push(
+            outbox
+                .enqueue(tx, TO_UPDATES, id, &e.encode_to_vec(), HandOff::FastPath)
+                .await?,
+        );
+    }
+    Ok(rows)
+}
+
+/// What a read changed: the events to hand off now and their outbox rows.
+pub struct Moved {
+    pub events: Vec<UserEvent>,
+    pub rows: Vec<i64>,
+}
+
+/// READ: moves the reader's inbox watermark up to `max_id` (0 = the top message), recounts her
+/// unread messages, and moves the peer's outbox watermark to the same message in the peer's
+/// own ids. `None` when the watermark would not advance: a repeat changes nothing.
+pub async fn read_history(
+    pool: &PgPool,
+    outbox: &Outbox,
+    owner: i64,
+    peer: i64,
+    max_id: i64,
+    auth_key_id: i64,
+) -> Result<Option<Moved>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    // Locks the reader's dialog (primary key): reads and new messages of it serialise here.
+    let Some(row) = sqlx::query(
+        "SELECT read_inbox_max_id, top_message_id FROM dialogs
+         WHERE owner_id = $1 AND peer_user_id = $2 FOR UPDATE",
+    )
+    .bind(owner)
+    .bind(peer)
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let (read, top): (i64, i64) = (
+        row.try_get("read_inbox_max_id")?,
+        row.try_get("top_message_id")?,
+    );
+    let target = if max_id == 0 { top } else { max_id.min(top) };
+    if target <= read {
+        return Ok(None);
+    }
+    // Primary key of dialog_incoming, both.
+    let still_unread: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM dialog_incoming WHERE owner_id = $1 AND peer_user_id = $2 AND box_id > $3",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(target)
+    .fetch_one(&mut *tx)
+    .await?;
+    let peer_max: Option<i64> = sqlx::query_scalar(
+        "SELECT max(peer_box_id) FROM dialog_incoming
+         WHERE owner_id = $1 AND peer_user_id = $2 AND box_id > $3 AND box_id <= $4",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(read)
+    .bind(target)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE dialogs SET read_inbox_max_id = $3, unread_count = $4
+         WHERE owner_id = $1 AND peer_user_id = $2",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(target)
+    .bind(still_unread as i32)
+    .execute(&mut *tx)
+    .await?;
+    let mut events = vec![event(
+        owner,
+        update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+            peer_user_id: peer,
+            max_id: target,
+            still_unread_count: still_unread as i32,
+        }),
+        auth_key_id,
+    )];
+    // The sender's outbox watermark moves only when her messages were actually read.
+    if let Some(peer_max) = peer_max.filter(|id| *id > 0 && peer != owner) {
+        let moved = sqlx::query(
+            "UPDATE dialogs SET read_outbox_max_id = $3
+             WHERE owner_id = $1 AND peer_user_id = $2 AND read_outbox_max_id < $3",
+        )
+        .bind(peer)
+        .bind(owner)
+        .bind(peer_max)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if moved {
+            sqlx::query(
+                "INSERT INTO outbox_reads (owner_id, peer_user_id, max_id, read_at)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            )
+            .bind(peer)
+            .bind(owner)
+            .bind(peer_max)
+            .bind(chrono::Utc::now().timestamp())
+            .execute(&mut *tx)
+            .await?;
+            events.push(event(
+                peer,
+                update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
+                    peer_user_id: owner,
+                    max_id: peer_max,
+                }),
+                0,
+            ));
+        }
+    }
+    let rows = enqueue(&mut tx, outbox, &events).await?;
+    tx.commit().await?;
+    Ok(Some(Moved { events, rows }))
+}
+
+/// When the peer first read our message `msg_id` (primary key of outbox_reads).
+pub async fn outbox_read_date(
+    pool: &PgPool,
+    owner: i64,
+    peer: i64,
+    msg_id: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT min(read_at) FROM outbox_reads WHERE owner_id = $1 AND peer_user_id = $2 AND max_id >= $3",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(msg_id)
+    .fetch_one(pool)
+    .await
+}
+
+/// DELIVERED: one device of `owner` stored every message up to `max_id`. Kept per device;
+/// the first device to store a message tells its sender, in the sender's own ids. Returns the
+/// device's watermark and the events for the senders.
+pub async fn received(
+    pool: &PgPool,
+    outbox: &Outbox,
+    owner: i64,
+    auth_key_id: i64,
+    max_id: i64,
+) -> Result<(i64, Option<Moved>), sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    // The user-level watermark before this receipt: the highest over her devices.
+    // Locks the owner's receipt rows (primary key prefix) so receipts of one user serialise.
+    let before: Vec<(i64, i64)> = sqlx::query(
+        "SELECT auth_key_id, max_id FROM device_receipts WHERE owner_id = $1 FOR UPDATE",
+    )
+    .bind(owner)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| Ok((r.try_get("auth_key_id")?, r.try_get("max_id")?)))
+    .collect::<Result<_, sqlx::Error>>()?;
+    let user_before = before.iter().map(|(_, m)| *m).max().unwrap_or(0);
+    let device_before = before
+        .iter()
+        .find(|(k, _)| *k == auth_key_id)
+        .map_or(0, |(_, m)| *m);
+    // Never past what the owner has received (index dialog_incoming_by_box).
+    let top: Option<i64> =
+        sqlx::query_scalar("SELECT max(box_id) FROM dialog_incoming WHERE owner_id = $1")
+            .bind(owner)
+            .fetch_one(&mut *tx)
+            .await?;
+    let target = max_id.min(top.unwrap_or(0));
+    if target <= device_before {
+        return Ok((device_before, None));
+    }
+    sqlx::query(
+        "INSERT INTO device_receipts (owner_id, auth_key_id, max_id) VALUES ($1, $2, $3)
+         ON CONFLICT (owner_id, auth_key_id) DO UPDATE SET max_id = EXCLUDED.max_id, updated_at = now()",
+    )
+    .bind(owner)
+    .bind(auth_key_id)
+    .bind(target)
+    .execute(&mut *tx)
+    .await?;
+    let mut events = Vec::new();
+    if target > user_before {
+        let peers = sqlx::query(
+            "SELECT peer_user_id, max(peer_box_id) AS peer_max FROM dialog_incoming
+             WHERE owner_id = $1 AND box_id > $2 AND box_id <= $3
+             GROUP BY peer_user_id ORDER BY peer_user_id LIMIT $4",
+        )
+        .bind(owner)
+        .bind(user_before)
+        .bind(target)
+        .bind(MAX_RECEIPT_PEERS)
+        .fetch_all(&mut *tx)
+        .await?;
+        for p in peers {
+            let (peer, peer_max): (i64, i64) = (p.try_get("peer_user_id")?, p.try_get("peer_max")?);
+            let moved = sqlx::query(
+                "UPDATE dialogs SET delivered_outbox_max_id = $3
+                 WHERE owner_id = $1 AND peer_user_id = $2 AND delivered_outbox_max_id < $3",
+            )
+            .bind(peer)
+            .bind(owner)
+            .bind(peer_max)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if moved {
+                events.push(event(
+                    peer,
+                    update::Kind::DeliveredOutbox(UpdateDeliveredOutbox {
+                        peer_user_id: owner,
+                        max_id: peer_max,
+                    }),
+                    0,
+                ));
+            }
+        }
+    }
+    let rows = enqueue(&mut tx, outbox, &events).await?;
+    tx.commit().await?;
+    Ok((
+        target,
+        (!events.is_empty()).then_some(Moved { events, rows }),
+    ))
 }

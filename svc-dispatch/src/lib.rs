@@ -11,7 +11,7 @@ use std::{sync::Arc, time::Duration};
 use oxigram_kit::{Config, GrpcServer, startup};
 use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::dispatch_server::DispatchServer;
-use oxigram_routes::Routes;
+use oxigram_routes::{RedisHandle, Routes};
 use tokio_util::sync::CancellationToken;
 
 pub use service::DispatchService;
@@ -36,10 +36,10 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &[TO_GATEWAYS],
     );
     let routes = Routes::new(
-        config.redis_url()?,
+        RedisHandle::new(config.redis_url()?)?,
         &config.redis_key_prefix,
         Duration::from_secs(config.gateway.route_ttl_secs),
-    )?;
+    );
     let service = DispatchService::new(pool.clone(), outbox.clone());
     let relay = outbox.relay(push::ToGateways::new(routes, config.rpc_timeout()));
     let readiness = server.readiness();

@@ -167,3 +167,99 @@ pub async fn users_by_ids(pool: &PgPool, ids: &[i64]) -> Result<Vec<User>, sqlx:
         .map(user_from_row)
         .collect()
 }
+
+/// One signed-in device of a user.
+pub struct AuthorizationRow {
+    pub auth_key_id: i64,
+    pub device_model: String,
+    pub created_at: i64,
+    pub bound_at: i64,
+}
+
+/// The devices signed in to `user_id` (index auth_keys_user; a user has few).
+pub async fn authorizations(
+    pool: &PgPool,
+    user_id: i64,
+) -> Result<Vec<AuthorizationRow>, sqlx::Error> {
+    sqlx::query(
+        "SELECT id, device_model, extract(epoch FROM created_at)::bigint AS created,
+                coalesce(extract(epoch FROM bound_at)::bigint, 0) AS bound
+         FROM auth_keys WHERE user_id = $1 ORDER BY id LIMIT 1000",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(AuthorizationRow {
+            auth_key_id: r.try_get("id")?,
+            device_model: r.try_get("device_model")?,
+            created_at: r.try_get("created")?,
+            bound_at: r.try_get("bound")?,
+        })
+    })
+    .collect()
+}
+
+/// Unbinds `auth_key_id` if it is signed in to `user_id` (primary key of auth_keys).
+pub async fn unbind_if_owned(
+    pool: &PgPool,
+    auth_key_id: i64,
+    user_id: i64,
+) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE auth_keys SET user_id = NULL, bound_at = now() WHERE id = $1 AND user_id = $2",
+    )
+    .bind(auth_key_id)
+    .bind(user_id)
+    .execute(pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// The user each of these auth keys is bound to now (primary key of auth_keys).
+pub async fn bindings(
+    pool: &PgPool,
+    auth_key_ids: &[i64],
+) -> Result<Vec<(i64, Option<i64>)>, sqlx::Error> {
+    sqlx::query("SELECT id, user_id FROM auth_keys WHERE id = ANY($1)")
+        .bind(auth_key_ids)
+        .fetch_all(pool)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("id")?, r.try_get("user_id")?)))
+        .collect()
+}
+
+/// A device's acknowledged pts (primary key of device_state).
+pub async fn acked_pts(pool: &PgPool, auth_key_id: i64, user_id: i64) -> Result<i32, sqlx::Error> {
+    Ok(sqlx::query_scalar(
+        "SELECT acked_pts FROM device_state WHERE auth_key_id = $1 AND user_id = $2",
+    )
+    .bind(auth_key_id)
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await?
+    .unwrap_or(0))
+}
+
+/// Moves a device's acknowledged pts forward (never back); returns the stored value.
+pub async fn ack_pts(
+    pool: &PgPool,
+    auth_key_id: i64,
+    user_id: i64,
+    pts: i32,
+) -> Result<i32, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO device_state (auth_key_id, user_id, acked_pts) VALUES ($1, $2, $3)
+         ON CONFLICT (auth_key_id, user_id) DO UPDATE
+            SET acked_pts = GREATEST(device_state.acked_pts, EXCLUDED.acked_pts), updated_at = now()
+         RETURNING acked_pts",
+    )
+    .bind(auth_key_id)
+    .bind(user_id)
+    .bind(pts)
+    .fetch_one(pool)
+    .await
+}

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use oxigram_errors::{Error, ErrorCode};
 use oxigram_proto::api::v1::{
-    Authorization, CreateAuthKeyRequest, CreateAuthKeyResponse, LogOutRequest, LogOutResponse,
-    SendCodeRequest, SendCodeResponse, SignInRequest, SignUpRequest, auth_server::Auth,
+    Authorization, AuthorizationInfo, Authorizations, CreateAuthKeyRequest, CreateAuthKeyResponse,
+    GetAuthorizationsRequest, LogOutRequest, LogOutResponse, ResetAuthorizationRequest,
+    ResetAuthorizationResponse, SendCodeRequest, SendCodeResponse, SignInRequest, SignUpRequest,
+    auth_server::Auth,
 };
 use rand::Rng;
 use sha2::{Digest, Sha256};
@@ -102,6 +104,18 @@ impl CodeSender for LogCodeSender {
 pub struct AuthApi(pub Arc<Gateway>);
 
 impl AuthApi {
+    /// Binds the caller's key to `user_id`. Switching accounts on one key ends the key's open
+    /// streams, so nothing of the old account reaches the new session.
+    async fn bind(&self, me: Caller, user_id: i64) -> Result<(), Status> {
+        accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user_id))
+            .await
+            .map_err(Error::from)?;
+        if me.user_id.is_some_and(|old| old != user_id) {
+            self.0.hub.disconnect_device(me.auth_key_id);
+        }
+        Ok(())
+    }
+
     async fn verify_code(&self, phone: &str, hash: &str, code: &str) -> Result<(), Status> {
         if hash.is_empty() {
             return Err(
@@ -189,9 +203,7 @@ impl Auth for AuthApi {
             })?;
         self.verify_code(&phone, &r.phone_code_hash, &r.code)
             .await?;
-        accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user.id))
-            .await
-            .map_err(Error::from)?;
+        self.bind(me, user.id).await?;
         Ok(Response::new(Authorization { user: Some(user) }))
     }
 
@@ -221,9 +233,7 @@ impl Auth for AuthApi {
                     "sign in instead",
                 ))
             })?;
-        accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user.id))
-            .await
-            .map_err(Error::from)?;
+        self.bind(me, user.id).await?;
         Ok(Response::new(Authorization { user: Some(user) }))
     }
 
@@ -238,5 +248,52 @@ impl Auth for AuthApi {
             .map_err(Error::from)?;
         self.0.hub.disconnect_device(me.auth_key_id);
         Ok(Response::new(LogOutResponse {}))
+    }
+
+    async fn get_authorizations(
+        &self,
+        request: Request<GetAuthorizationsRequest>,
+    ) -> Result<Response<Authorizations>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let user_id = me.user()?;
+        let rows = accounts::authorizations(&self.0.pool, user_id)
+            .await
+            .map_err(Error::from)?;
+        let authorizations = rows
+            .into_iter()
+            .map(|a| AuthorizationInfo {
+                current: a.auth_key_id == me.auth_key_id,
+                auth_key_id: a.auth_key_id,
+                device_model: a.device_model,
+                date_created: a.created_at,
+                date_bound: a.bound_at,
+            })
+            .collect();
+        Ok(Response::new(Authorizations { authorizations }))
+    }
+
+    async fn reset_authorization(
+        &self,
+        request: Request<ResetAuthorizationRequest>,
+    ) -> Result<Response<ResetAuthorizationResponse>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let user_id = me.user()?;
+        let target = request.into_inner().auth_key_id;
+        if target == me.auth_key_id {
+            return Err(
+                Error::new(ErrorCode::HashInvalid, "log out to end the current device").into(),
+            );
+        }
+        if !accounts::unbind_if_owned(&self.0.pool, target, user_id)
+            .await
+            .map_err(Error::from)?
+        {
+            return Err(
+                Error::new(ErrorCode::HashInvalid, "no such device of this account").into(),
+            );
+        }
+        // Streams on this instance end now; those on other instances at their next check.
+        self.0.hub.disconnect_device(target);
+        Ok(Response::new(ResetAuthorizationResponse {}))
     }
 }

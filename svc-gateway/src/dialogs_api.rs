@@ -64,6 +64,7 @@ impl Dialogs for DialogsApi {
                 read_inbox_max_id: d.read_inbox_max_id,
                 read_outbox_max_id: d.read_outbox_max_id,
                 unread_count: d.unread_count,
+                delivered_outbox_max_id: d.delivered_outbox_max_id,
             })
             .collect();
         Ok(Response::new(DialogsSlice {

@@ -9,6 +9,7 @@ mod dialogs_api;
 mod hub;
 mod media_api;
 mod messages_api;
+mod rate_limit;
 mod updates_api;
 mod users_api;
 
@@ -25,7 +26,7 @@ use oxigram_proto::{
         media_client::MediaClient, messages_client::MessagesClient, updates_client::UpdatesClient,
     },
 };
-use oxigram_routes::{Route, Routes};
+use oxigram_routes::{RedisHandle, Route, Routes};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
@@ -46,6 +47,7 @@ pub struct Gateway {
     media: MediaClient<GrpcChannel>,
     hub: Arc<hub::Hub>,
     routes: Routes,
+    send_limiter: rate_limit::SendLimiter,
     push_endpoint: String,
     code_sender: Box<dyn auth::CodeSender>,
     shutdown: CancellationToken,
@@ -60,6 +62,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let timeout = config.rpc_timeout();
     let s = &config.services;
     let hub = Arc::new(hub::Hub::default());
+    let redis = RedisHandle::new(config.redis_url()?)?;
     let gateway = Arc::new(Gateway {
         pool: pool.clone(),
         messages: MessagesClient::new(oxigram_kit::channel(&s.messages.endpoint, timeout)?),
@@ -68,10 +71,15 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         media: MediaClient::new(oxigram_kit::channel(&s.media.endpoint, timeout)?),
         hub: hub.clone(),
         routes: Routes::new(
-            config.redis_url()?,
+            redis.clone(),
             &config.redis_key_prefix,
             Duration::from_secs(config.gateway.route_ttl_secs),
-        )?,
+        ),
+        send_limiter: rate_limit::SendLimiter::new(
+            redis,
+            &config.redis_key_prefix,
+            config.gateway.sends_per_minute,
+        ),
         push_endpoint: config
             .gateway
             .advertise_push
@@ -112,13 +120,29 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
 }
 
 /// Re-registers every open stream's route well within its lifetime, so routes survive a
-/// Redis flush or restart and vanish on their own when this instance dies.
+/// Redis flush or restart and vanish on their own when this instance dies. Streams whose key
+/// was signed out or switched account (possibly through another instance) end here.
 async fn refresh_routes(gateway: &Gateway, shutdown: &CancellationToken) {
     let period = Duration::from_secs((gateway.config.gateway.route_ttl_secs / 3).max(1));
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
+        }
+        let attached = gateway.hub.attached();
+        let keys: Vec<i64> = attached.iter().map(|(_, key, _)| *key).collect();
+        match accounts::bindings(&gateway.pool, &keys).await {
+            Ok(bound) => {
+                for (user_id, auth_key_id, _) in &attached {
+                    let still = bound
+                        .iter()
+                        .any(|(k, u)| k == auth_key_id && *u == Some(*user_id));
+                    if !still {
+                        gateway.hub.disconnect_device(*auth_key_id);
+                    }
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "cannot re-check the streams' auth keys"),
         }
         for (user_id, auth_key_id, epoch) in gateway.hub.attached() {
             let route = Route {

@@ -6,8 +6,10 @@ use std::sync::Arc;
 use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
-        GetHistoryRequest, GetMessagesRequest, MessagesSlice, SendMessageRequest,
-        SendMessageResponse, messages_server::Messages,
+        AffectedMessages, BlockRequest, BlockResponse, Blocked, GetBlockedRequest,
+        GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
+        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
+        SendMessageRequest, SendMessageResponse, messages_server::Messages,
     },
     internal::v1 as internal,
     types::v1::{Message, User},
@@ -57,6 +59,9 @@ impl Messages for MessagesApi {
         let sender_id = me.user()?;
         let r = request.into_inner();
         self.0.check_peer(r.peer_user_id).await?;
+        if let Err(wait) = self.0.send_limiter.check(sender_id).await {
+            return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
+        }
         let sent = self
             .0
             .messages
@@ -97,6 +102,10 @@ impl Messages for MessagesApi {
                 peer_user_id: r.peer_user_id,
                 offset_id: r.offset_id,
                 limit: r.limit,
+                offset_date: r.offset_date,
+                add_offset: r.add_offset,
+                max_id: r.max_id,
+                min_id: r.min_id,
             })
             .await
             .map_err(forward)?
@@ -125,5 +134,170 @@ impl Messages for MessagesApi {
             .messages;
         let users = self.0.users_of(&messages, &[]).await?;
         Ok(Response::new(MessagesSlice { messages, users }))
+    }
+
+    async fn read_history(
+        &self,
+        request: Request<ReadHistoryRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let owner_id = me.user()?;
+        let r = request.into_inner();
+        self.0.check_peer(r.peer_user_id).await?;
+        let read = self
+            .0
+            .dialogs
+            .clone()
+            .read_history(internal::ReadHistoryRequest {
+                owner_id,
+                peer_user_id: r.peer_user_id,
+                max_id: r.max_id,
+                auth_key_id: me.auth_key_id,
+            })
+            .await
+            .map_err(forward)?
+            .into_inner();
+        if read.moved {
+            return Ok(Response::new(AffectedMessages {
+                pts: read.pts,
+                pts_count: read.pts_count,
+            }));
+        }
+        // A repeat: nothing moved, no new pts; the current state.
+        let state = self
+            .0
+            .updates
+            .clone()
+            .get_state(internal::GetStateRequest { user_id: owner_id })
+            .await
+            .map_err(forward)?
+            .into_inner();
+        Ok(Response::new(AffectedMessages {
+            pts: state.pts,
+            pts_count: 0,
+        }))
+    }
+
+    async fn get_outbox_read_date(
+        &self,
+        request: Request<GetOutboxReadDateRequest>,
+    ) -> Result<Response<OutboxReadDate>, Status> {
+        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
+        let r = request.into_inner();
+        // Only our own outgoing message of this dialog has a read date.
+        let mine = self
+            .0
+            .messages
+            .clone()
+            .get_messages(internal::GetMessagesRequest {
+                owner_id,
+                ids: vec![r.msg_id],
+            })
+            .await
+            .map_err(forward)?
+            .into_inner()
+            .messages;
+        if !mine
+            .iter()
+            .any(|m| m.out && m.peer_user_id == r.peer_user_id)
+        {
+            return Err(Error::new(
+                ErrorCode::MessageIdInvalid,
+                "not an outgoing message of this chat",
+            )
+            .into());
+        }
+        let date = self
+            .0
+            .dialogs
+            .clone()
+            .get_outbox_read_date(internal::GetOutboxReadDateRequest {
+                owner_id,
+                peer_user_id: r.peer_user_id,
+                msg_id: r.msg_id,
+            })
+            .await
+            .map_err(forward)?
+            .into_inner()
+            .date;
+        Ok(Response::new(OutboxReadDate { date }))
+    }
+
+    async fn received_messages(
+        &self,
+        request: Request<ReceivedMessagesRequest>,
+    ) -> Result<Response<ReceivedMessagesResponse>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let owner_id = me.user()?;
+        let max_id = self
+            .0
+            .dialogs
+            .clone()
+            .received_messages(internal::ReceivedMessagesRequest {
+                owner_id,
+                auth_key_id: me.auth_key_id,
+                max_id: request.into_inner().max_id,
+            })
+            .await
+            .map_err(forward)?
+            .into_inner()
+            .max_id;
+        Ok(Response::new(ReceivedMessagesResponse { max_id }))
+    }
+
+    async fn block(
+        &self,
+        request: Request<BlockRequest>,
+    ) -> Result<Response<BlockResponse>, Status> {
+        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
+        let user_id = request.into_inner().user_id;
+        self.0.check_peer(user_id).await?;
+        self.0
+            .messages
+            .clone()
+            .block(internal::BlockRequest { owner_id, user_id })
+            .await
+            .map_err(forward)?;
+        Ok(Response::new(BlockResponse {}))
+    }
+
+    async fn unblock(
+        &self,
+        request: Request<BlockRequest>,
+    ) -> Result<Response<BlockResponse>, Status> {
+        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
+        let user_id = request.into_inner().user_id;
+        self.0
+            .messages
+            .clone()
+            .unblock(internal::BlockRequest { owner_id, user_id })
+            .await
+            .map_err(forward)?;
+        Ok(Response::new(BlockResponse {}))
+    }
+
+    async fn get_blocked(
+        &self,
+        request: Request<GetBlockedRequest>,
+    ) -> Result<Response<Blocked>, Status> {
+        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
+        let r = request.into_inner();
+        let ids = self
+            .0
+            .messages
+            .clone()
+            .get_blocked(internal::GetBlockedRequest {
+                owner_id,
+                offset_user_id: r.offset_user_id,
+                limit: r.limit,
+            })
+            .await
+            .map_err(forward)?
+            .into_inner()
+            .user_ids;
+        let users = accounts::users_by_ids(&self.0.pool, &ids)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(Blocked { users }))
     }
 }

@@ -11,8 +11,9 @@ use futures::Stream;
 use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{
-        Difference, DifferenceNeeded, GetDifferenceRequest, GetStateRequest, StreamEvent,
-        StreamRequest, stream_event, updates_server::Updates,
+        AckRequest, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
+        GetDifferenceRequest, GetStateRequest, StreamEvent, StreamRequest, stream_event,
+        updates_server::Updates,
     },
     internal::v1 as internal,
     types::v1::{UpdatesState, update},
@@ -22,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, auth::caller};
+use crate::{Gateway, accounts, auth::caller};
 
 /// How many missed updates a stream replays before asking for getDifference instead.
 const STREAM_REPLAY_LIMIT: i32 = 100;
@@ -115,6 +116,44 @@ impl Updates for UpdatesApi {
         Ok(Response::new(
             self.0.difference(user_id, r.pts, r.limit).await?,
         ))
+    }
+
+    async fn ack(&self, request: Request<AckRequest>) -> Result<Response<DeviceState>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let user_id = me.user()?;
+        let pts = request.into_inner().pts;
+        let current = self
+            .0
+            .updates
+            .clone()
+            .get_state(internal::GetStateRequest { user_id })
+            .await
+            .map_err(forward)?
+            .into_inner()
+            .pts;
+        if pts < 0 || pts > current {
+            return Err(oxigram_errors::Error::new(
+                oxigram_errors::ErrorCode::PtsInvalid,
+                "a device acknowledges only pts it can have applied",
+            )
+            .into());
+        }
+        let acked_pts = accounts::ack_pts(&self.0.pool, me.auth_key_id, user_id, pts)
+            .await
+            .map_err(oxigram_errors::Error::from)?;
+        Ok(Response::new(DeviceState { acked_pts }))
+    }
+
+    async fn get_device_state(
+        &self,
+        request: Request<GetDeviceStateRequest>,
+    ) -> Result<Response<DeviceState>, Status> {
+        let me = caller(&self.0, request.metadata()).await?;
+        let user_id = me.user()?;
+        let acked_pts = accounts::acked_pts(&self.0.pool, me.auth_key_id, user_id)
+            .await
+            .map_err(oxigram_errors::Error::from)?;
+        Ok(Response::new(DeviceState { acked_pts }))
     }
 
     type StreamStream = EventStream;

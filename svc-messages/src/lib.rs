@@ -21,7 +21,7 @@ pub use service::MessagesService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "messages";
 /// Outbox destinations.
-pub const TO_UPDATES: &str = "updates";
+pub use oxigram_kit::to_updates::TO_UPDATES;
 pub const TO_DIALOGS: &str = "dialogs";
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -38,7 +38,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         startup::relay_config(&config.outbox),
         &[TO_UPDATES, TO_DIALOGS],
     );
-    let to_updates = handoff::ToUpdates::new(oxigram_kit::channel(
+    let to_updates = oxigram_kit::to_updates::ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);

@@ -2,20 +2,18 @@
 //! hand-off to svc-updates, and the owner-view reads.
 
 use oxigram_errors::{Error, ErrorCode};
+use oxigram_kit::to_updates::ToUpdates;
 use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::{
-    GetHistoryRequest, GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
+    BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
+    GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
     messages_server::Messages,
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 
-use crate::{
-    TO_UPDATES,
-    handoff::ToUpdates,
-    store::{self, NewMessage, SendOutcome},
-};
+use crate::store::{self, HistoryWindow, NewMessage, SendOutcome};
 
 /// Longest text, in Unicode code points.
 pub const MAX_TEXT_CODE_POINTS: usize = 4096;
@@ -23,6 +21,10 @@ pub const MAX_TEXT_CODE_POINTS: usize = 4096;
 pub const MAX_HISTORY_LIMIT: i32 = 100;
 /// Most ids one getMessages call may name.
 pub const MAX_IDS: usize = 200;
+/// How far add_offset may move a history window (seed 000).
+pub const MAX_ADD_OFFSET: i32 = 100;
+/// Most blocked users one page returns.
+pub const MAX_BLOCKED_LIMIT: i32 = 100;
 
 pub struct MessagesService {
     pool: PgPool,
@@ -122,30 +124,17 @@ impl Messages for MessagesService {
             }
             SendOutcome::ReplyInvalid => {
                 return Err(fail(
-                    ErrorCode::MessageIdInvalid,
+                    ErrorCode::ReplyMessageIdInvalid,
                     "reply_to_msg_id names no message of this chat",
                 ));
             }
         };
         // PERSISTED. The fast path: hand the events to svc-updates now; on failure the relay
         // will, and the client learns its pts from getDifference.
-        let (mut pts, mut pts_count) = (0, 0);
-        match self.to_updates.append(events).await {
-            Ok(appended) => {
-                if let Some(mine) = appended.iter().find(|a| a.user_id == new.sender_id) {
-                    (pts, pts_count) = (mine.pts, mine.pts_count);
-                }
-                if !rows.is_empty()
-                    && let Err(err) = self.outbox.ack(TO_UPDATES, &rows).await
-                {
-                    // Harmless: the relay delivers the rows again and updates deduplicates.
-                    tracing::warn!(error = %err, "could not ack fast-path outbox rows");
-                }
-            }
-            Err(status) => {
-                tracing::warn!(%status, "fast-path hand-off to updates failed; the relay will retry");
-            }
-        }
+        let (pts, pts_count) = self
+            .to_updates
+            .fast_path(&self.outbox, events, &rows, new.sender_id)
+            .await;
         Ok(Response::new(SendMessageResponse {
             message: Some(message),
             pts,
@@ -158,28 +147,8 @@ impl Messages for MessagesService {
         request: Request<GetHistoryRequest>,
     ) -> Result<Response<MessageList>, Status> {
         let r = request.into_inner();
-        let limit = match r.limit {
-            0 => 20,
-            l if (1..=MAX_HISTORY_LIMIT).contains(&l) => l,
-            _ => {
-                return Err(fail(
-                    ErrorCode::LimitInvalid,
-                    "limit must be within 1..=100",
-                ));
-            }
-        };
-        if r.offset_id < 0 {
-            return Err(fail(
-                ErrorCode::OffsetInvalid,
-                "offset_id must not be negative",
-            ));
-        }
-        let below = if r.offset_id == 0 {
-            i64::MAX
-        } else {
-            r.offset_id
-        };
-        let messages = store::history(&self.pool, r.owner_id, r.peer_user_id, below, limit)
+        let window = history_window(&r)?;
+        let messages = store::history(&self.pool, &window)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(MessageList { messages }))
@@ -198,6 +167,82 @@ impl Messages for MessagesService {
             .map_err(Error::from)?;
         Ok(Response::new(MessageList { messages }))
     }
+
+    async fn block(
+        &self,
+        request: Request<BlockRequest>,
+    ) -> Result<Response<BlockResponse>, Status> {
+        let r = request.into_inner();
+        if r.user_id <= 0 || r.user_id == r.owner_id {
+            return Err(fail(ErrorCode::PeerIdInvalid, "cannot block this user"));
+        }
+        store::set_blocked(&self.pool, r.owner_id, r.user_id, true)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(BlockResponse {}))
+    }
+
+    async fn unblock(
+        &self,
+        request: Request<BlockRequest>,
+    ) -> Result<Response<BlockResponse>, Status> {
+        let r = request.into_inner();
+        if r.user_id <= 0 {
+            return Err(fail(ErrorCode::PeerIdInvalid, "cannot unblock this user"));
+        }
+        store::set_blocked(&self.pool, r.owner_id, r.user_id, false)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(BlockResponse {}))
+    }
+
+    async fn get_blocked(
+        &self,
+        request: Request<GetBlockedRequest>,
+    ) -> Result<Response<GetBlockedResponse>, Status> {
+        let r = request.into_inner();
+        let limit = match r.limit {
+            0 => 20,
+            l if (1..=MAX_BLOCKED_LIMIT).contains(&l) => l,
+            _ => {
+                return Err(fail(
+                    ErrorCode::LimitInvalid,
+                    "limit must be within 1..=100",
+                ));
+            }
+        };
+        let user_ids = store::blocked(&self.pool, r.owner_id, r.offset_user_id.max(0), limit)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(GetBlockedResponse { user_ids }))
+    }
+}
+
+/// Checks and clamps a history request: limit 1..=100 (0 = 20), add_offset to [-100, 100].
+fn history_window(r: &GetHistoryRequest) -> Result<HistoryWindow, Status> {
+    if r.limit < 0 {
+        return Err(fail(ErrorCode::LimitInvalid, "limit must not be negative"));
+    }
+    if r.offset_id < 0 || r.offset_date < 0 || r.max_id < 0 || r.min_id < 0 {
+        return Err(fail(
+            ErrorCode::OffsetInvalid,
+            "offsets and bounds must not be negative",
+        ));
+    }
+    let limit = match r.limit {
+        0 => 20,
+        l => l.min(MAX_HISTORY_LIMIT),
+    };
+    Ok(HistoryWindow {
+        owner: r.owner_id,
+        peer: r.peer_user_id,
+        offset_id: r.offset_id,
+        offset_date: r.offset_date,
+        add_offset: r.add_offset.clamp(-MAX_ADD_OFFSET, MAX_ADD_OFFSET),
+        limit,
+        max_id: r.max_id,
+        min_id: r.min_id,
+    })
 }
 
 #[cfg(test)]
@@ -235,6 +280,29 @@ mod tests {
             code(validate(&bad_peer)).as_deref(),
             Some("PEER_ID_INVALID")
         );
+    }
+
+    #[test]
+    fn history_requests_are_clamped() -> Result<(), Status> {
+        let w = history_window(&GetHistoryRequest {
+            limit: 500,
+            add_offset: -1000,
+            ..Default::default()
+        })?;
+        assert_eq!((w.limit, w.add_offset), (100, -100));
+        let w = history_window(&GetHistoryRequest::default())?;
+        assert_eq!((w.limit, w.add_offset), (20, 0));
+        let bad = history_window(&GetHistoryRequest {
+            limit: -1,
+            ..Default::default()
+        });
+        assert_eq!(
+            bad.err()
+                .and_then(|s| oxigram_errors::code_of(&s))
+                .as_deref(),
+            Some("LIMIT_INVALID")
+        );
+        Ok(())
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub fn new_message_event(
     owner_id: i64,
     message: Message,
     auth_key_id: i64,
+    peer_box_id: i64,
 ) -> UserEvent {
     UserEvent {
         event_id: new_message_event_id(body_id, owner_id).to_string(),
@@ -72,6 +73,7 @@ pub fn new_message_event(
             })),
         }),
         origin_auth_key_id: auth_key_id,
+        peer_box_id,
     }
 }
 
@@ -107,7 +109,17 @@ pub async fn send(
         return Ok(match body_id {
             Some(body_id) if hash == m.request_hash => {
                 let message = box_of_body(&mut tx, m.sender_id, body_id).await?;
-                let event = new_message_event(body_id, m.sender_id, message.clone(), m.auth_key_id);
+                let peer_box = match m.peer_user_id == m.sender_id {
+                    true => None,
+                    false => box_id_of_body(&mut tx, m.peer_user_id, body_id).await?,
+                };
+                let event = new_message_event(
+                    body_id,
+                    m.sender_id,
+                    message.clone(),
+                    m.auth_key_id,
+                    peer_box.unwrap_or(0),
+                );
                 SendOutcome::Replayed { message, event }
             }
             _ => SendOutcome::KeyReused,
@@ -152,17 +164,26 @@ pub async fn send(
         .execute(&mut *tx)
         .await?;
 
-    // Box ids are taken in ascending owner order so crossing sends never deadlock.
+    // A recipient who blocked the sender gets nothing: no box, no event, no push.
+    let delivered = !is_self && !is_blocked(&mut tx, m.peer_user_id, m.sender_id).await?;
     let mut owners = vec![m.sender_id];
-    if !is_self {
+    if delivered {
         owners.push(m.peer_user_id);
     }
+    // Box ids are taken in ascending owner order so crossing sends never deadlock.
     owners.sort_unstable();
+    let mut box_ids = Vec::with_capacity(owners.len());
+    for &owner in &owners {
+        box_ids.push((owner, next_box_id(&mut tx, owner).await?));
+    }
     let mut sender_message = None;
     let mut updates_events = Vec::new();
     let mut updates_rows = Vec::new();
-    for owner in owners {
-        let box_id = next_box_id(&mut tx, owner).await?;
+    for &(owner, box_id) in &box_ids {
+        let peer_box_id = box_ids
+            .iter()
+            .find(|(o, _)| *o != owner)
+            .map_or(0, |(_, id)| *id);
         let out = owner == m.sender_id;
         let peer = if out { m.peer_user_id } else { m.sender_id };
         let reply_to = match reply_body {
@@ -195,7 +216,7 @@ pub async fn send(
             noforwards: m.noforwards,
             edit_date: 0,
         };
-        let event = new_message_event(body_id, owner, message.clone(), m.auth_key_id);
+        let event = new_message_event(body_id, owner, message.clone(), m.auth_key_id, peer_box_id);
         let event_id = new_message_event_id(body_id, owner);
         let payload = event.encode_to_vec();
         updates_rows.push(
@@ -219,6 +240,56 @@ pub async fn send(
         updates_events,
         updates_rows,
     })
+}
+
+/// Whether `owner` blocked `user` (primary key of blocks).
+async fn is_blocked(tx: &mut PgConnection, owner: i64, user: i64) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query_scalar::<_, i32>(
+        "SELECT 1 FROM blocks WHERE owner_id = $1 AND blocked_user_id = $2",
+    )
+    .bind(owner)
+    .bind(user)
+    .fetch_optional(tx)
+    .await?
+    .is_some())
+}
+
+/// Blocks (`true`) or unblocks a user; idempotent.
+pub async fn set_blocked(
+    pool: &PgPool,
+    owner: i64,
+    user: i64,
+    blocked: bool,
+) -> Result<(), sqlx::Error> {
+    let sql = if blocked {
+        "INSERT INTO blocks (owner_id, blocked_user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING"
+    } else {
+        "DELETE FROM blocks WHERE owner_id = $1 AND blocked_user_id = $2"
+    };
+    sqlx::query(sql)
+        .bind(owner)
+        .bind(user)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Blocked users after `after`, ascending (primary key of blocks).
+pub async fn blocked(
+    pool: &PgPool,
+    owner: i64,
+    after: i64,
+    limit: i32,
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT blocked_user_id FROM blocks WHERE owner_id = $1 AND blocked_user_id > $2
+         ORDER BY blocked_user_id LIMIT $3",
+    )
+    .bind(owner)
+    .bind(after)
+    .bind(limit as i64)
+    .fetch_all(pool)
+    .await
 }
 
 /// The next box id of `owner` (primary key of box_sequences; locks the row until commit).
@@ -262,26 +333,93 @@ async fn box_of_body(
     message_from_row(&row)
 }
 
-/// One dialog's messages below `below_id`, newest first (index message_boxes_history).
-pub async fn history(
-    pool: &PgPool,
-    owner: i64,
-    peer: i64,
-    below_id: i64,
-    limit: i32,
-) -> Result<Vec<Message>, sqlx::Error> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
-         WHERE b.owner_id = $1 AND b.peer_user_id = $2 AND b.box_id < $3 AND NOT b.deleted
-         ORDER BY b.box_id DESC LIMIT $4"
-    )))
-    .bind(owner)
-    .bind(peer)
-    .bind(below_id)
-    .bind(limit as i64)
-    .fetch_all(pool)
-    .await?;
-    rows.iter().map(message_from_row).collect()
+/// A history window, checked and clamped at the boundary.
+pub struct HistoryWindow {
+    pub owner: i64,
+    pub peer: i64,
+    /// The anchor: messages with ids below it are "older" (0 = no id anchor).
+    pub offset_id: i64,
+    /// With no id anchor: messages sent before this date are "older" (0 = from the newest).
+    pub offset_date: i64,
+    /// The window's start relative to the anchor, in [-100, 100]: negative reaches newer messages.
+    pub add_offset: i32,
+    /// In 1..=100.
+    pub limit: i32,
+    /// Keep ids strictly below (0 = no bound).
+    pub max_id: i64,
+    /// Keep ids strictly above (0 = no bound).
+    pub min_id: i64,
+}
+
+/// The MTProto history window, newest first. Both parts seek on index message_boxes_history
+/// (no SQL OFFSET): the messages at or after the anchor ascending from it, those before it
+/// descending; `add_offset` only moves the window within at most 100 rows of the anchor.
+pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, sqlx::Error> {
+    // (id, date) bounds of "older than the anchor"; i64::MAX = unbounded.
+    let (anchor_id, anchor_date) = match (w.offset_id, w.offset_date) {
+        (0, 0) => (i64::MAX, i64::MAX),
+        (0, date) => (i64::MAX, date),
+        (id, _) => (id, i64::MAX),
+    };
+    let has_anchor = anchor_id != i64::MAX || anchor_date != i64::MAX;
+    let upper = if w.max_id > 0 { w.max_id } else { i64::MAX };
+    let lower = w.min_id.max(0);
+    let (s, limit) = (w.add_offset as i64, w.limit as i64);
+
+    // At or after the anchor: the k-th closest (k from 0) is in the window when
+    // -(s + limit) <= k < -s.
+    let mut window = Vec::new();
+    if s < 0 && has_anchor {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
+             WHERE b.owner_id = $1 AND b.peer_user_id = $2 AND NOT b.deleted
+               AND b.box_id >= $3 AND b.date >= $4 AND b.box_id < $5 AND b.box_id > $6
+             ORDER BY b.box_id ASC LIMIT $7"
+        )))
+        .bind(w.owner)
+        .bind(w.peer)
+        .bind(if anchor_id == i64::MAX { 0 } else { anchor_id })
+        .bind(if anchor_date == i64::MAX {
+            0
+        } else {
+            anchor_date
+        })
+        .bind(upper)
+        .bind(lower)
+        .bind(-s)
+        .fetch_all(pool)
+        .await?;
+        let skip = (-(s + limit)).max(0) as usize;
+        window = rows
+            .iter()
+            .skip(skip)
+            .map(message_from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        window.reverse();
+    }
+    // Before the anchor: the j-th (from 0) is in the window when max(0, s) <= j < s + limit.
+    let older_end = s + limit;
+    if older_end > 0 {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
+             WHERE b.owner_id = $1 AND b.peer_user_id = $2 AND NOT b.deleted
+               AND b.box_id < $3 AND b.date < $4 AND b.box_id < $5 AND b.box_id > $6
+             ORDER BY b.box_id DESC LIMIT $7"
+        )))
+        .bind(w.owner)
+        .bind(w.peer)
+        .bind(anchor_id)
+        .bind(anchor_date)
+        .bind(upper)
+        .bind(lower)
+        .bind(older_end)
+        .fetch_all(pool)
+        .await?;
+        for row in rows.iter().skip(s.max(0) as usize) {
+            window.push(message_from_row(row)?);
+        }
+    }
+    Ok(window)
 }
 
 /// The owner's messages with these ids, in their current state (primary key of message_boxes).

@@ -177,8 +177,8 @@ impl TestClient {
             .messages()
             .get_history(GetHistoryRequest {
                 peer_user_id: peer,
-                offset_id: 0,
                 limit: 100,
+                ..Default::default()
             })
             .await?
             .into_inner()

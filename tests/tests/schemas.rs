@@ -11,7 +11,10 @@ const SCHEMAS: [&str; 6] = [
 
 /// Tables each service owns (besides its outbox, inbox and migration history).
 const OWNED: [(&str, &[&str]); 6] = [
-    ("gateway", &["users", "auth_keys", "login_codes"]),
+    (
+        "gateway",
+        &["users", "auth_keys", "login_codes", "device_state"],
+    ),
     (
         "messages",
         &[
@@ -19,10 +22,19 @@ const OWNED: [(&str, &[&str]); 6] = [
             "message_boxes",
             "box_sequences",
             "idempotency_keys",
+            "blocks",
         ],
     ),
     ("updates", &["user_state", "update_log"]),
-    ("dialogs", &["dialogs"]),
+    (
+        "dialogs",
+        &[
+            "dialogs",
+            "dialog_incoming",
+            "outbox_reads",
+            "device_receipts",
+        ],
+    ),
     ("dispatch", &[]),
     ("media", &["upload_parts", "files", "file_refs"]),
 ];

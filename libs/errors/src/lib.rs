@@ -16,6 +16,10 @@ pub enum ErrorCode {
     MessageEmpty,
     MessageTooLong,
     MessageIdInvalid,
+    /// reply_to names no message of the same private chat.
+    ReplyMessageIdInvalid,
+    /// The peer has not read the message yet.
+    MessageNotReadYet,
     RandomIdInvalid,
     /// The same random_id was used before with a different message.
     RandomIdDuplicate,
@@ -34,6 +38,8 @@ pub enum ErrorCode {
     PhoneNumberOccupied,
     FirstnameInvalid,
     UserIdInvalid,
+    /// An authorization to reset is not one of the caller's other devices.
+    HashInvalid,
     FileIdInvalid,
     FilePartInvalid,
     FilePartTooBig,
@@ -54,6 +60,8 @@ impl ErrorCode {
             Self::MessageEmpty => "MESSAGE_EMPTY",
             Self::MessageTooLong => "MESSAGE_TOO_LONG",
             Self::MessageIdInvalid => "MESSAGE_ID_INVALID",
+            Self::ReplyMessageIdInvalid => "REPLY_MESSAGE_ID_INVALID",
+            Self::MessageNotReadYet => "MESSAGE_NOT_READ_YET",
             Self::RandomIdInvalid => "RANDOM_ID_INVALID",
             Self::RandomIdDuplicate => "RANDOM_ID_DUPLICATE",
             Self::LimitInvalid => "LIMIT_INVALID",
@@ -69,6 +77,7 @@ impl ErrorCode {
             Self::PhoneNumberOccupied => "PHONE_NUMBER_OCCUPIED",
             Self::FirstnameInvalid => "FIRSTNAME_INVALID",
             Self::UserIdInvalid => "USER_ID_INVALID",
+            Self::HashInvalid => "HASH_INVALID",
             Self::FileIdInvalid => "FILE_ID_INVALID",
             Self::FilePartInvalid => "FILE_PART_INVALID",
             Self::FilePartTooBig => "FILE_PART_TOO_BIG",
@@ -86,7 +95,9 @@ impl ErrorCode {
             Self::AuthKeyUnregistered | Self::AuthKeyInvalid => Code::Unauthenticated,
             Self::FloodWait(_) => Code::ResourceExhausted,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
-            Self::PhoneNumberUnoccupied | Self::FilePartMissing => Code::FailedPrecondition,
+            Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
+                Code::FailedPrecondition
+            }
             Self::Unavailable => Code::Unavailable,
             Self::Internal => Code::Internal,
             _ => Code::InvalidArgument,

@@ -96,6 +96,8 @@ pub struct GatewayConfig {
     pub advertise_push: Option<String>,
     /// How long a device route lives in Redis without a refresh.
     pub route_ttl_secs: u64,
+    /// Messages one user may send per minute before FLOOD_WAIT_X (seed 000: 30).
+    pub sends_per_minute: u32,
 }
 
 impl Default for GatewayConfig {
@@ -104,6 +106,7 @@ impl Default for GatewayConfig {
             fixed_login_code: None,
             advertise_push: None,
             route_ttl_secs: 60,
+            sends_per_minute: 30,
         }
     }
 }

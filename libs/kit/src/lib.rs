@@ -7,6 +7,7 @@ pub mod config;
 pub mod server;
 pub mod shutdown;
 pub mod startup;
+pub mod to_updates;
 
 pub use client::{GrpcChannel, channel, wait_serving};
 pub use config::{Config, ServiceAddr};

@@ -20,37 +20,23 @@ pub struct Route {
     pub push_endpoint: String,
 }
 
-/// The route table, shared by the gateways (writers) and dispatch (reader).
+/// A Redis connection made on first use and re-made after failures, with short timeouts:
+/// Redis is never worth blocking a request for.
 #[derive(Clone)]
-pub struct Routes {
+pub struct RedisHandle {
     client: redis::Client,
-    prefix: String,
-    ttl: Duration,
     conn: Arc<Mutex<Option<ConnectionManager>>>,
 }
 
-const UNREGISTER: &str = r"
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  return redis.call('HDEL', KEYS[1], ARGV[1])
-end
-return 0";
-
-impl Routes {
-    /// No connection is made until the first call, so a Redis outage never blocks start-up.
-    pub fn new(url: &str, prefix: &str, ttl: Duration) -> redis::RedisResult<Self> {
+impl RedisHandle {
+    pub fn new(url: &str) -> redis::RedisResult<Self> {
         Ok(Self {
             client: redis::Client::open(url)?,
-            prefix: prefix.to_owned(),
-            ttl,
             conn: Arc::new(Mutex::new(None)),
         })
     }
 
-    fn key(&self, user_id: i64) -> String {
-        format!("{}routes:{user_id}", self.prefix)
-    }
-
-    async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
+    pub async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
         let mut slot = self.conn.lock().await;
         if let Some(conn) = slot.as_ref() {
             return Ok(conn.clone());
@@ -62,6 +48,39 @@ impl Routes {
         let conn = ConnectionManager::new_with_config(self.client.clone(), config).await?;
         *slot = Some(conn.clone());
         Ok(conn)
+    }
+}
+
+/// The route table, shared by the gateways (writers) and dispatch (reader).
+#[derive(Clone)]
+pub struct Routes {
+    redis: RedisHandle,
+    prefix: String,
+    ttl: Duration,
+}
+
+const UNREGISTER: &str = r"
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0";
+
+impl Routes {
+    /// No connection is made until the first call, so a Redis outage never blocks start-up.
+    pub fn new(redis: RedisHandle, prefix: &str, ttl: Duration) -> Self {
+        Self {
+            redis,
+            prefix: prefix.to_owned(),
+            ttl,
+        }
+    }
+
+    fn key(&self, user_id: i64) -> String {
+        format!("{}routes:{user_id}", self.prefix)
+    }
+
+    async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
+        self.redis.connection().await
     }
 
     /// Registers (or refreshes) a device's route and extends the user's entry's lifetime.

@@ -1,0 +1,88 @@
+//! The arrow every producer of user events shares: events to svc-updates, which assigns pts.
+//! Used as an outbox destination (the relay) and directly right after commit (the fast path);
+//! svc-updates deduplicates by event id, so the two may overlap.
+
+use oxigram_outbox::{Destination, Outbox, OutboxMessage};
+use oxigram_proto::{
+    internal::v1::{AppendRequest, Appended, updates_client::UpdatesClient},
+    types::v1::UserEvent,
+};
+use prost::Message as _;
+
+use crate::GrpcChannel;
+
+/// The outbox destination name of svc-updates.
+pub const TO_UPDATES: &str = "updates";
+
+/// Decodes a batch of outbox rows holding `UserEvent`s.
+pub fn decode_events(batch: &[OutboxMessage]) -> Result<Vec<UserEvent>, String> {
+    batch
+        .iter()
+        .map(|m| UserEvent::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
+        .collect()
+}
+
+#[derive(Clone)]
+pub struct ToUpdates {
+    client: UpdatesClient<GrpcChannel>,
+}
+
+impl ToUpdates {
+    pub fn new(channel: GrpcChannel) -> Self {
+        Self {
+            client: UpdatesClient::new(channel),
+        }
+    }
+
+    /// Appends events to their users' logs; returns the pts each got.
+    pub async fn append(&self, events: Vec<UserEvent>) -> Result<Vec<Appended>, tonic::Status> {
+        Ok(self
+            .client
+            .clone()
+            .append(AppendRequest { events })
+            .await?
+            .into_inner()
+            .appended)
+    }
+
+    /// The post-commit fast path: appends `events`, deletes their outbox `rows`, and returns
+    /// the (pts, pts_count) that `user_id`'s event got. (0, 0) when svc-updates did not answer:
+    /// the relay delivers later and the client catches up with getDifference.
+    pub async fn fast_path(
+        &self,
+        outbox: &Outbox,
+        events: Vec<UserEvent>,
+        rows: &[i64],
+        user_id: i64,
+    ) -> (i32, i32) {
+        match self.append(events).await {
+            Ok(appended) => {
+                if !rows.is_empty()
+                    && let Err(err) = outbox.ack(TO_UPDATES, rows).await
+                {
+                    // Harmless: the relay delivers the rows again and updates deduplicates.
+                    tracing::warn!(error = %err, "could not ack fast-path outbox rows");
+                }
+                appended
+                    .iter()
+                    .find(|a| a.user_id == user_id)
+                    .map_or((0, 0), |a| (a.pts, a.pts_count))
+            }
+            Err(status) => {
+                tracing::warn!(%status, "fast-path hand-off to updates failed; the relay will retry");
+                (0, 0)
+            }
+        }
+    }
+}
+
+impl Destination for ToUpdates {
+    const NAME: &'static str = TO_UPDATES;
+
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+        self.append(decode_events(batch)?)
+            .await
+            .map_err(|s| s.to_string())?;
+        Ok(())
+    }
+}
