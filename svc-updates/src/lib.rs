@@ -37,7 +37,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &[TO_DISPATCH],
     );
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
-    let service = UpdatesService::new(pool.clone(), outbox.clone());
+    let service = UpdatesService::new(pool.clone(), outbox.clone(), config.updates.retain_per_user);
     let relay = outbox.relay(service::ToDispatch::new(dispatch));
     let readiness = server.readiness();
     let background = {

@@ -25,6 +25,7 @@ pub async fn append(
     pool: &PgPool,
     outbox: &Outbox,
     events: Vec<ValidEvent>,
+    retain: u32,
 ) -> Result<Vec<Appended>, sqlx::Error> {
     // Users are locked in ascending id order, so concurrent batches never deadlock.
     let mut by_user: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
@@ -35,14 +36,16 @@ pub async fn append(
     let mut tx = pool.begin().await?;
     for (user_id, indexes) in by_user {
         // Locks the user's state row until commit: the only writer of this user's pts.
-        let mut pts: i32 = sqlx::query_scalar(
+        let state = sqlx::query(
             "INSERT INTO user_state (user_id) VALUES ($1)
              ON CONFLICT (user_id) DO UPDATE SET updated_at = now()
-             RETURNING pts",
+             RETURNING pts, trimmed_pts",
         )
         .bind(user_id)
         .fetch_one(&mut *tx)
         .await?;
+        let mut pts: i32 = state.try_get("pts")?;
+        let trimmed: i32 = state.try_get("trimmed_pts")?;
         let ids: Vec<Uuid> = indexes.iter().map(|&i| events[i].event_id).collect();
         // Index update_log_event.
         let mut known: HashMap<Uuid, (i32, i32)> = sqlx::query(
@@ -114,9 +117,22 @@ pub async fn append(
             .bind(&new_bodies)
             .execute(&mut *tx)
             .await?;
-            sqlx::query("UPDATE user_state SET pts = $2 WHERE user_id = $1")
+            // Retention, in steps of a tenth of it so the trim is rare and batched.
+            let keep_from = pts - retain as i32;
+            let new_trimmed = if keep_from - trimmed > (retain as i32 / 10).max(1) {
+                sqlx::query("DELETE FROM update_log WHERE user_id = $1 AND pts <= $2")
+                    .bind(user_id)
+                    .bind(keep_from)
+                    .execute(&mut *tx)
+                    .await?;
+                keep_from
+            } else {
+                trimmed
+            };
+            sqlx::query("UPDATE user_state SET pts = $2, trimmed_pts = $3 WHERE user_id = $1")
                 .bind(user_id)
                 .bind(pts)
+                .bind(new_trimmed)
                 .execute(&mut *tx)
                 .await?;
         }

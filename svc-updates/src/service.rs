@@ -27,11 +27,16 @@ pub const DEFAULT_DIFFERENCE_LIMIT: i32 = 100;
 pub struct UpdatesService {
     pool: PgPool,
     outbox: Outbox,
+    retain_per_user: u32,
 }
 
 impl UpdatesService {
-    pub fn new(pool: PgPool, outbox: Outbox) -> Self {
-        Self { pool, outbox }
+    pub fn new(pool: PgPool, outbox: Outbox, retain_per_user: u32) -> Self {
+        Self {
+            pool,
+            outbox,
+            retain_per_user: retain_per_user.max(1),
+        }
     }
 }
 
@@ -78,7 +83,7 @@ impl Updates for UpdatesService {
             }
             valid.push(ValidEvent { event_id, event });
         }
-        let appended = log::append(&self.pool, &self.outbox, valid)
+        let appended = log::append(&self.pool, &self.outbox, valid, self.retain_per_user)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(AppendResponse { appended }))

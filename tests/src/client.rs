@@ -184,6 +184,22 @@ impl TestClient {
             .into_inner()
             .messages)
     }
+
+    /// Every update after `pts`, following slices; returns the slices and the final pts.
+    pub async fn full_difference(&self, mut pts: i32) -> anyhow::Result<(Vec<Difference>, i32)> {
+        let mut slices = Vec::new();
+        loop {
+            let d = self.difference(pts).await?;
+            let state = d.state.as_ref().context("no state")?.pts;
+            let more = d.is_slice;
+            anyhow::ensure!(!d.too_long, "difference too long");
+            slices.push(d);
+            pts = state;
+            if !more {
+                return Ok((slices, pts));
+            }
+        }
+    }
 }
 
 /// The stable error code of a status.

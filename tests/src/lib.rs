@@ -130,6 +130,8 @@ impl System {
         };
         config.gateway.fixed_login_code = Some(LOGIN_CODE.into());
         config.gateway.route_ttl_secs = 30;
+        // Suites send fast; the limit itself has its own test.
+        config.gateway.sends_per_minute = 100_000;
         config.media.blob_dir = dir.join("media").display().to_string();
         config.outbox.poll_ms = 100;
         config.outbox.fast_path_grace_ms = 300;
@@ -317,6 +319,14 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
         (
             "OXIGRAM_GATEWAY__ROUTE_TTL_SECS".into(),
             c.gateway.route_ttl_secs.to_string(),
+        ),
+        (
+            "OXIGRAM_GATEWAY__SENDS_PER_MINUTE".into(),
+            c.gateway.sends_per_minute.to_string(),
+        ),
+        (
+            "OXIGRAM_UPDATES__RETAIN_PER_USER".into(),
+            c.updates.retain_per_user.to_string(),
         ),
         ("OXIGRAM_MEDIA__BLOB_DIR".into(), c.media.blob_dir.clone()),
         (

@@ -125,6 +125,22 @@ fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
     }))
 }
 
+/// Update-log settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UpdatesConfig {
+    /// Updates kept per user; a client older than that gets "difference too long".
+    pub retain_per_user: u32,
+}
+
+impl Default for UpdatesConfig {
+    fn default() -> Self {
+        Self {
+            retain_per_user: 100_000,
+        }
+    }
+}
+
 /// Media-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -159,6 +175,7 @@ pub struct Config {
     pub services: Services,
     pub outbox: OutboxConfig,
     pub gateway: GatewayConfig,
+    pub updates: UpdatesConfig,
     pub media: MediaConfig,
 }
 
@@ -175,6 +192,7 @@ impl Default for Config {
             services: Services::default(),
             outbox: OutboxConfig::default(),
             gateway: GatewayConfig::default(),
+            updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
         }
     }

@@ -1,0 +1,299 @@
+//! Seed 002's acknowledgements and cursors through the gateway: the reconnect lab, resends
+//! after a lost response, gap-free pts under concurrency, and an offline device converging.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use anyhow::Context;
+use oxigram_proto::{
+    api::v1::{AckRequest, GetDeviceStateRequest, ReadHistoryRequest, StreamEvent, stream_event},
+    types::v1::{PtsUpdate, update},
+};
+use oxigram_tests::{Mode, System, TestClient};
+use tonic::Streaming;
+
+async fn next_update(stream: &mut Streaming<StreamEvent>) -> anyhow::Result<PtsUpdate> {
+    let event = tokio::time::timeout(Duration::from_secs(15), stream.message())
+        .await
+        .context("no update within 15 s")??
+        .context("the stream ended")?;
+    match event.kind {
+        Some(stream_event::Kind::Update(u)) => Ok(u),
+        other => anyhow::bail!("expected an update, got {other:?}"),
+    }
+}
+
+fn message_id(u: &PtsUpdate) -> Option<i64> {
+    match u.update.as_ref()?.kind.as_ref()? {
+        update::Kind::NewMessage(n) => n.message.as_ref().map(|m| m.id),
+        _ => None,
+    }
+}
+
+async fn pair(system: &System, a: &str, b: &str) -> anyhow::Result<(TestClient, TestClient)> {
+    let mut alice = system.device().await?;
+    alice.sign_up(a, "Alice").await?;
+    let mut bob = system.device().await?;
+    bob.sign_up(b, "Bob").await?;
+    Ok((alice, bob))
+}
+
+/// The server holds messages 1..5; the device applied 1 and 2 but the server saw the
+/// acknowledgement of 1 only; reconnecting from 1 delivers [2,3,4,5]; the device's store
+/// shows exactly [1,2,3,4,5]. Then a resend after a lost response creates nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnect_lab() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let (alice, bob) = pair(&system, "15551001", "15551002").await?;
+    let bob_id = bob.user_id()?;
+
+    let mut delivered = Vec::new();
+    let mut store = BTreeMap::new(); // the device's local store, keyed by message id
+    let mut stream = bob.stream(0).await?;
+    for (i, text) in ["one", "two"].iter().enumerate() {
+        alice.send(bob_id, 100 + i as i64, text).await?;
+        let u = next_update(&mut stream).await?;
+        let id = message_id(&u).context("not a message")?;
+        delivered.push(id);
+        store.insert(id, u.pts);
+    }
+    // The device applied 1 and 2; only the acknowledgement of 1 reached the server.
+    bob.updates().ack(AckRequest { pts: 1 }).await?;
+    drop(stream);
+    for (i, text) in ["three", "four", "five"].iter().enumerate() {
+        alice.send(bob_id, 102 + i as i64, text).await?;
+    }
+
+    let from = bob
+        .updates()
+        .get_device_state(GetDeviceStateRequest {})
+        .await?
+        .into_inner()
+        .acked_pts;
+    assert_eq!(from, 1, "the server's cursor for this device");
+    let mut stream = bob.stream(from).await?;
+    let mut replayed = Vec::new();
+    for _ in 0..4 {
+        let u = next_update(&mut stream).await?;
+        let id = message_id(&u).context("not a message")?;
+        replayed.push(id);
+        delivered.push(id);
+        store.entry(id).or_insert(u.pts); // writes by unique id: a duplicate is ignored
+    }
+    assert_eq!(replayed, [2, 3, 4, 5]);
+    assert_eq!(
+        delivered,
+        [1, 2, 2, 3, 4, 5],
+        "delivered twice is a normal recovery"
+    );
+    assert_eq!(
+        store.keys().copied().collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5],
+        "displayed once"
+    );
+
+    // Alice's response to the fifth send was lost: she resends with the same random_id.
+    let again = alice.send(bob_id, 104, "five").await?;
+    assert_eq!(again.message.map(|m| m.id), Some(5), "the original message");
+    let diff = bob.difference(5).await?;
+    assert!(diff.updates.is_empty(), "nothing new for Bob");
+    assert_eq!(bob.history(alice.user_id()?).await?.len(), 5);
+    Ok(())
+}
+
+/// 200 concurrent sends to one user: her pts are exactly 1..=200, no gap, no duplicate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sends_give_gap_free_pts() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let mut target = system.device().await?;
+    let target_id = target.sign_up("15552000", "Target").await?.id;
+    let mut senders = Vec::new();
+    for i in 0..10 {
+        let mut s = system.device().await?;
+        s.sign_up(&format!("1555201{i:02}"), "Sender").await?;
+        senders.push(s);
+    }
+    let sends = senders.iter().enumerate().flat_map(|(i, s)| {
+        (0..20).map(move |j| async move {
+            s.send(target_id, (i * 100 + j + 1) as i64, &format!("m{i}-{j}"))
+                .await
+        })
+    });
+    let results = futures::future::join_all(sends).await;
+    for r in &results {
+        r.as_ref()
+            .map_err(|s| anyhow::anyhow!("send failed: {s}"))?;
+    }
+    let (slices, state) = target.full_difference(0).await?;
+    assert!(
+        slices.len() >= 2,
+        "200 updates come in slices of at most 100"
+    );
+    let pts: Vec<i32> = slices
+        .iter()
+        .flat_map(|d| d.updates.iter().map(|u| u.pts))
+        .collect();
+    assert_eq!(pts, (1..=200).collect::<Vec<_>>());
+    assert!(
+        slices
+            .iter()
+            .all(|d| d.updates.iter().all(|u| u.pts_count == 1))
+    );
+    assert_eq!(state, 200);
+    let mut ids: Vec<i64> = slices
+        .iter()
+        .flat_map(|d| d.new_messages.iter().map(|m| m.id))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        200,
+        "200 distinct messages in the recipient's box"
+    );
+    Ok(())
+}
+
+/// What a device knows of one dialog, built only from the updates it applied.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct DialogView {
+    top: i64,
+    read_inbox: i64,
+    read_outbox: i64,
+    unread: i32,
+}
+
+fn apply(
+    views: &mut BTreeMap<i64, DialogView>,
+    messages: &mut BTreeMap<i64, String>,
+    u: &PtsUpdate,
+) {
+    match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
+        Some(update::Kind::NewMessage(n)) => {
+            if let Some(m) = &n.message {
+                messages.insert(m.id, m.text.clone());
+                let v = views.entry(m.peer_user_id).or_default();
+                v.top = v.top.max(m.id);
+                if !m.out && m.id > v.read_inbox {
+                    v.unread += 1;
+                }
+            }
+        }
+        Some(update::Kind::ReadHistoryInbox(r)) => {
+            let v = views.entry(r.peer_user_id).or_default();
+            v.read_inbox = r.max_id;
+            v.unread = r.still_unread_count;
+        }
+        Some(update::Kind::ReadHistoryOutbox(r)) => {
+            views.entry(r.peer_user_id).or_default().read_outbox = r.max_id;
+        }
+        _ => {}
+    }
+}
+
+/// Three devices of one user; one is offline through 50 sends and 10 reads on the others;
+/// back online, getDifference brings it to exactly the server's state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_device_converges() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let mut bob_phone = system.device().await?;
+    let bob_id = bob_phone.sign_up("15553000", "Bob").await?.id;
+    let mut bob_laptop = system.device().await?;
+    bob_laptop.sign_in("15553000").await?;
+    let mut bob_tablet = system.device().await?; // offline from here on
+    bob_tablet.sign_in("15553000").await?;
+    let mut alice = system.device().await?;
+    let alice_id = alice.sign_up("15553001", "Alice").await?.id;
+    let mut carol = system.device().await?;
+    let carol_id = carol.sign_up("15553002", "Carol").await?.id;
+
+    let mut reads = 0;
+    for i in 0..50i64 {
+        match i % 5 {
+            0 | 1 => alice.send(bob_id, 1000 + i, &format!("a{i}")).await?,
+            2 => carol.send(bob_id, 1000 + i, &format!("c{i}")).await?,
+            3 => bob_phone.send(alice_id, 1000 + i, &format!("b{i}")).await?,
+            _ => {
+                bob_laptop
+                    .send(carol_id, 1000 + i, &format!("b{i}"))
+                    .await?
+            }
+        };
+        if i % 5 == 4 {
+            // Reads on the online devices, alternating, sometimes only part of the dialog.
+            let (reader, peer) = if reads % 2 == 0 {
+                (&bob_phone, alice_id)
+            } else {
+                (&bob_laptop, carol_id)
+            };
+            let max_id = if reads % 3 == 0 {
+                0
+            } else {
+                reader.history(peer).await?.get(1).map_or(0, |m| m.id)
+            };
+            reader
+                .messages()
+                .read_history(ReadHistoryRequest {
+                    peer_user_id: peer,
+                    max_id,
+                })
+                .await?;
+            reads += 1;
+        }
+    }
+    assert_eq!(reads, 10);
+    // Alice reads Bob's messages: Bob's outbox watermark moves for the tablet too.
+    alice
+        .messages()
+        .read_history(ReadHistoryRequest {
+            peer_user_id: bob_id,
+            max_id: 0,
+        })
+        .await?;
+
+    let (slices, _) = bob_tablet.full_difference(0).await?;
+    let mut views = BTreeMap::new();
+    let mut messages = BTreeMap::new();
+    for d in &slices {
+        for u in &d.updates {
+            apply(&mut views, &mut messages, u);
+        }
+    }
+    // The server's state, as the other devices see it.
+    let server =
+        oxigram_tests::eventually(Duration::from_secs(15), "dialogs to settle", || async {
+            let page = bob_phone.dialogs_page().await?;
+            let outbox_moved = page
+                .dialogs
+                .iter()
+                .any(|d| d.peer_user_id == alice_id && d.read_outbox_max_id > 0);
+            Ok(outbox_moved.then_some(page))
+        })
+        .await?;
+    for d in &server.dialogs {
+        let mine = views.get(&d.peer_user_id).cloned().unwrap_or_default();
+        let theirs = DialogView {
+            top: d.top_message_id,
+            read_inbox: d.read_inbox_max_id,
+            read_outbox: d.read_outbox_max_id,
+            unread: d.unread_count,
+        };
+        assert_eq!(
+            mine, theirs,
+            "the tablet's view of the dialog with {}",
+            d.peer_user_id
+        );
+    }
+    assert_eq!(views.len(), server.dialogs.len());
+    for peer in [alice_id, carol_id] {
+        for m in bob_phone.history(peer).await? {
+            assert_eq!(
+                messages.get(&m.id),
+                Some(&m.text),
+                "message {} on the tablet",
+                m.id
+            );
+        }
+    }
+    assert_eq!(messages.len(), 50);
+    Ok(())
+}
