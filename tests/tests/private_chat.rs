@@ -270,18 +270,14 @@ async fn history_window_semantics() -> anyhow::Result<()> {
         ..Default::default()
     };
     assert_eq!(
-        ids(GetHistoryRequest {
-            limit: 3,
-            ..base.clone()
-        })
-        .await?,
+        ids(GetHistoryRequest { limit: 3, ..base }).await?,
         [30, 29, 28]
     );
     assert_eq!(
         ids(GetHistoryRequest {
             offset_id: 10,
             limit: 3,
-            ..base.clone()
+            ..base
         })
         .await?,
         [9, 8, 7]
@@ -291,7 +287,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
             offset_id: 10,
             add_offset: 2,
             limit: 3,
-            ..base.clone()
+            ..base
         })
         .await?,
         [7, 6, 5]
@@ -301,7 +297,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
             offset_id: 10,
             add_offset: -2,
             limit: 4,
-            ..base.clone()
+            ..base
         })
         .await?,
         [11, 10, 9, 8],
@@ -312,7 +308,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
             offset_id: 10,
             add_offset: -5,
             limit: 2,
-            ..base.clone()
+            ..base
         })
         .await?,
         [14, 13],
@@ -323,7 +319,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
             max_id: 6,
             min_id: 2,
             limit: 100,
-            ..base.clone()
+            ..base
         })
         .await?,
         [5, 4, 3]
@@ -332,7 +328,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
         offset_id: 30,
         add_offset: 1000,
         limit: 100,
-        ..base.clone()
+        ..base
     })
     .await?;
     assert!(
@@ -342,7 +338,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
     assert_eq!(
         ids(GetHistoryRequest {
             limit: 1000,
-            ..base.clone()
+            ..base
         })
         .await?
         .len(),
@@ -354,7 +350,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
         ids(GetHistoryRequest {
             offset_date: now + 1,
             limit: 2,
-            ..base.clone()
+            ..base
         })
         .await?,
         [30, 29]
