@@ -4,6 +4,7 @@
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
 pub mod client;
+mod containers;
 
 use std::{
     collections::HashMap,
@@ -26,13 +27,21 @@ pub use client::TestClient;
 /// The login code every test system accepts.
 pub const LOGIN_CODE: &str = "12345";
 
-/// Postgres and Redis shared by every test of this machine.
+/// The Postgres and Redis one test runs against, and what keeps them alive.
 pub struct Infra {
     pub admin_url: String,
     pub redis_url: String,
+    /// Containers are removed when this is dropped, at the end of the test.
+    _containers: Option<containers::Pair>,
 }
 
-/// Starts (once per machine) or finds the shared Postgres and Redis.
+/// Where the suites get Postgres and Redis:
+/// - `OXIGRAM_TEST_DATABASE_URL` + `OXIGRAM_TEST_REDIS_URL`: servers already running (the
+///   developers' fast path);
+/// - `OXIGRAM_TEST_INFRA=local`: a private Postgres and Redis under `$TMPDIR`, shared by
+///   every test of the machine (no Docker needed);
+/// - otherwise (CI): containers started for this test from the locally built
+///   `oxigram-postgres:local` and `oxigram-redis:local` images (`scripts/build-images`).
 pub async fn infra() -> anyhow::Result<Infra> {
     if let (Ok(db), Ok(redis)) = (
         std::env::var("OXIGRAM_TEST_DATABASE_URL"),
@@ -41,20 +50,31 @@ pub async fn infra() -> anyhow::Result<Infra> {
         return Ok(Infra {
             admin_url: db,
             redis_url: redis,
+            _containers: None,
         });
     }
-    let options = oxigram_devinfra::InfraOptions {
-        data_dir: std::env::temp_dir().join("oxigram-test-infra"),
-        pg_port: 55433,
-        redis_port: 56380,
-        install_missing: true,
-    };
-    let local =
-        tokio::task::spawn_blocking(move || oxigram_devinfra::LocalInfra::ensure_running(&options))
-            .await??;
+    if std::env::var("OXIGRAM_TEST_INFRA").as_deref() == Ok("local") {
+        let options = oxigram_devinfra::InfraOptions {
+            data_dir: std::env::temp_dir().join("oxigram-test-infra"),
+            pg_port: 55433,
+            redis_port: 56380,
+            install_missing: true,
+        };
+        let local = tokio::task::spawn_blocking(move || {
+            oxigram_devinfra::LocalInfra::ensure_running(&options)
+        })
+        .await??;
+        return Ok(Infra {
+            admin_url: local.database_url.clone(),
+            redis_url: local.redis_url.clone(),
+            _containers: None,
+        });
+    }
+    let pair = containers::start().await?;
     Ok(Infra {
-        admin_url: local.database_url.clone(),
-        redis_url: local.redis_url.clone(),
+        admin_url: pair.postgres_url.clone(),
+        redis_url: pair.redis_url.clone(),
+        _containers: Some(pair),
     })
 }
 
@@ -106,17 +126,25 @@ enum Running {
     Process(Child),
 }
 
+/// What a test system stands on: its folder and its Postgres and Redis.
+pub struct Ground {
+    pub dir: PathBuf,
+    pub infra: Infra,
+}
+
 /// A running oxigram with its own database and Redis key prefix.
 pub struct System {
     pub config: Arc<Config>,
     pub mode: Mode,
     pub dir: PathBuf,
     running: HashMap<Target, Running>,
+    /// Dropped last: the services stop before their Postgres and Redis go.
+    _infra: Infra,
 }
 
 impl System {
     /// A configuration on free ports, a fresh database and a fresh key prefix.
-    pub async fn config() -> anyhow::Result<(Config, PathBuf)> {
+    pub async fn config() -> anyhow::Result<(Config, Ground)> {
         let infra = infra().await?;
         let dir = std::env::temp_dir().join(unique_name("oxigram-test"));
         std::fs::create_dir_all(&dir)?;
@@ -125,7 +153,7 @@ impl System {
             redis_url: Some(infra.redis_url.clone()),
             redis_key_prefix: format!("{}:", unique_name("t")),
             db_pool_size: 8,
-            rpc_timeout_ms: 3_000,
+            rpc_timeout_ms: 10_000,
             ..Default::default()
         };
         config.gateway.fixed_login_code = Some(LOGIN_CODE.into());
@@ -149,21 +177,22 @@ impl System {
         ] {
             *addr = local_service(free_port()?);
         }
-        Ok((config, dir))
+        Ok((config, Ground { dir, infra }))
     }
 
     /// Starts every service and waits until the gateway is SERVING.
     pub async fn start(mode: Mode) -> anyhow::Result<Self> {
-        let (config, dir) = Self::config().await?;
-        Self::start_with(config, dir, mode).await
+        let (config, ground) = Self::config().await?;
+        Self::start_with(config, ground, mode).await
     }
 
-    pub async fn start_with(config: Config, dir: PathBuf, mode: Mode) -> anyhow::Result<Self> {
+    pub async fn start_with(config: Config, ground: Ground, mode: Mode) -> anyhow::Result<Self> {
         let mut system = Self {
             config: Arc::new(config),
             mode,
-            dir,
+            dir: ground.dir,
             running: HashMap::new(),
+            _infra: ground.infra,
         };
         for target in Target::ALL {
             system.start_service(target)?;
