@@ -73,40 +73,55 @@ fn online(
     let applied = Arc::new(Mutex::new(Applied::default()));
     let state = applied.clone();
     let task = tokio::spawn(async move {
-        let mut stream = client.stream(0).await?;
-        let mut gap_since: Option<tokio::time::Instant> = None;
-        loop {
-            let next = tokio::time::timeout(Duration::from_millis(300), stream.message()).await;
-            match next {
-                Ok(Ok(Some(event))) => match event.kind {
-                    Some(stream_event::Kind::Update(u)) => {
-                        let mut a = state.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-                        if u.pts - u.pts_count == a.pts {
-                            note(&mut a, &u);
-                            a.pts = u.pts;
-                            gap_since = None;
-                        } else if u.pts > a.pts {
-                            gap_since.get_or_insert_with(tokio::time::Instant::now);
-                        }
-                    }
-                    Some(stream_event::Kind::DifferenceNeeded(_)) => {
-                        catch_up(&client, &state).await?
-                    }
-                    None => {}
-                },
-                Ok(Ok(None)) | Ok(Err(_)) => {
-                    // The gateway stays up in this test; a broken stream is a failure.
-                    anyhow::bail!("the update stream ended");
-                }
-                Err(_) => {}
-            }
-            if gap_since.is_some_and(|t| t.elapsed() > Duration::from_secs(1)) {
-                catch_up(&client, &state).await?;
-                gap_since = None;
-            }
+        let outcome = follow(&client, &state).await;
+        if let Err(err) = &outcome {
+            eprintln!("full stack: device task failed: {err:#}");
         }
+        outcome
     });
     (applied, task)
+}
+
+/// Applies one device's stream until the test ends.
+async fn follow(client: &TestClient, state: &Mutex<Applied>) -> anyhow::Result<()> {
+    let mut stream = client.stream(0).await?;
+    let mut gap_since: Option<tokio::time::Instant> = None;
+    loop {
+        let next = tokio::time::timeout(Duration::from_millis(300), stream.message()).await;
+        match next {
+            Ok(Ok(Some(event))) => match event.kind {
+                Some(stream_event::Kind::Update(u)) => {
+                    let mut a = state.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+                    if u.pts - u.pts_count == a.pts {
+                        note(&mut a, &u);
+                        a.pts = u.pts;
+                        gap_since = None;
+                    } else if u.pts > a.pts {
+                        gap_since.get_or_insert_with(tokio::time::Instant::now);
+                    }
+                }
+                Some(stream_event::Kind::DifferenceNeeded(_)) => {
+                    gap_since.get_or_insert_with(tokio::time::Instant::now);
+                }
+                None => {}
+            },
+            Ok(Ok(None)) | Ok(Err(_)) => {
+                // The gateway stays up in this test; a broken stream is a failure.
+                anyhow::bail!("the update stream ended");
+            }
+            Err(_) => {}
+        }
+        if gap_since.is_some_and(|t| t.elapsed() > Duration::from_secs(1)) {
+            // While updates is down the difference fails too: a client tries again later.
+            match catch_up(client, state).await {
+                Ok(()) => gap_since = None,
+                Err(err) => {
+                    eprintln!("full stack: catch-up failed, retrying: {err:#}");
+                    gap_since = Some(tokio::time::Instant::now());
+                }
+            }
+        }
+    }
 }
 
 async fn service(
@@ -245,10 +260,12 @@ async fn containers_survive_dispatch_and_updates_restarts() -> anyhow::Result<()
     while (count(&tablet_applied) < N || count(&phone_applied) < N)
         && tokio::time::Instant::now() < deadline
     {
-        anyhow::ensure!(
-            !tablet_task.is_finished() && !phone_task.is_finished(),
-            "a device task stopped"
-        );
+        for task in [&tablet_task, &phone_task] {
+            anyhow::ensure!(
+                !task.is_finished(),
+                "a device task stopped (its error is above)"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let laptop = Mutex::new(Applied::default());
