@@ -21,12 +21,13 @@ pub async fn apply(pool: &PgPool, mut events: Vec<(Uuid, UserEvent)>) -> Result<
     // A fixed order keeps concurrent batches from deadlocking on the same rows.
     events.sort_by_key(|(id, e)| (e.user_id, *id));
     let mut tx = pool.begin().await?;
-    let mut applied = 0;
+    let ids: Vec<Uuid> = events.iter().map(|(id, _)| *id).collect();
+    let fresh = oxigram_outbox::first_deliveries(&mut tx, &ids).await?;
+    let applied = fresh.len() as i32;
     for (event_id, event) in events {
-        if !oxigram_outbox::first_delivery(&mut tx, event_id).await? {
+        if !fresh.contains(&event_id) {
             continue;
         }
-        applied += 1;
         let Some(update::Kind::NewMessage(new)) = event.update.and_then(|u| u.kind) else {
             continue;
         };
@@ -121,16 +122,17 @@ async fn enqueue(
     outbox: &Outbox,
     events: &[UserEvent],
 ) -> Result<Vec<i64>, sqlx::Error> {
-    let mut rows = Vec::with_capacity(events.len());
-    for e in events {
-        let id = Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
-        rows.push(
-            outbox
-                .enqueue(tx, TO_UPDATES, id, &e.encode_to_vec(), HandOff::FastPath)
-                .await?,
-        );
-    }
-    Ok(rows)
+    let rows = events
+        .iter()
+        .map(|e| {
+            let id =
+                Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
+            Ok((id, e.encode_to_vec()))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    outbox
+        .enqueue(tx, TO_UPDATES, &rows, HandOff::FastPath)
+        .await
 }
 
 /// What a read changed: the events to hand off now and their outbox rows.

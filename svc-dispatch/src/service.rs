@@ -44,29 +44,23 @@ impl Dispatch for DispatchService {
             })?;
             parsed.push((id, job));
         }
+        let ids: Vec<Uuid> = parsed.iter().map(|(id, _)| *id).collect();
         let mut tx = self.pool.begin().await.map_err(Error::from)?;
-        let mut accepted = 0;
-        for (id, job) in parsed {
-            if !oxigram_outbox::first_delivery(&mut tx, id)
-                .await
-                .map_err(Error::from)?
-            {
-                continue;
-            }
-            self.outbox
-                .enqueue(
-                    &mut tx,
-                    TO_GATEWAYS,
-                    id,
-                    &job.encode_to_vec(),
-                    HandOff::Relay,
-                )
-                .await
-                .map_err(Error::from)?;
-            accepted += 1;
-        }
+        let fresh = oxigram_outbox::first_deliveries(&mut tx, &ids)
+            .await
+            .map_err(Error::from)?;
+        let rows: Vec<(Uuid, Vec<u8>)> = parsed
+            .into_iter()
+            .filter(|(id, _)| fresh.contains(id))
+            .map(|(id, job)| (id, job.encode_to_vec()))
+            .collect();
+        self.outbox
+            .enqueue(&mut tx, TO_GATEWAYS, &rows, HandOff::Relay)
+            .await
+            .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
         self.outbox.wake(TO_GATEWAYS);
+        let accepted = rows.len() as i32;
         Ok(Response::new(EnqueueResponse { accepted }))
     }
 }

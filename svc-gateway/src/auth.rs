@@ -19,6 +19,7 @@ use tonic::{Request, Response, Status, metadata::MetadataMap};
 use crate::{
     Gateway,
     accounts::{self, CodeCheck},
+    cache::CachedKey,
 };
 
 /// The metadata entry carrying the caller's auth key.
@@ -61,10 +62,22 @@ pub async fn caller(gateway: &Gateway, metadata: &MetadataMap) -> Result<Caller,
     let (id, secret) = value.split_once(':').ok_or_else(invalid)?;
     let id: i64 = id.parse().map_err(|_| invalid())?;
     let secret = hex::decode(secret).map_err(|_| invalid())?;
-    let (stored_hash, user_id) = accounts::auth_key(&gateway.pool, id)
-        .await
-        .map_err(Error::from)?
-        .ok_or_else(invalid)?;
+    let key = match gateway.caches.auth_key(id) {
+        Some(key) => key,
+        None => {
+            let (secret_hash, user_id) = accounts::auth_key(&gateway.pool, id)
+                .await
+                .map_err(Error::from)?
+                .ok_or_else(invalid)?;
+            let key = CachedKey {
+                secret_hash,
+                user_id,
+            };
+            gateway.caches.put_auth_key(id, key.clone());
+            key
+        }
+    };
+    let (stored_hash, user_id) = (key.secret_hash, key.user_id);
     if stored_hash != hash_secret(&secret) {
         return Err(invalid());
     }
@@ -110,6 +123,7 @@ impl AuthApi {
         accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user_id))
             .await
             .map_err(Error::from)?;
+        self.0.caches.forget_auth_key(me.auth_key_id);
         if me.user_id.is_some_and(|old| old != user_id) {
             self.0.hub.disconnect_device(me.auth_key_id);
         }
@@ -246,6 +260,7 @@ impl Auth for AuthApi {
         accounts::bind_auth_key(&self.0.pool, me.auth_key_id, None)
             .await
             .map_err(Error::from)?;
+        self.0.caches.forget_auth_key(me.auth_key_id);
         self.0.hub.disconnect_device(me.auth_key_id);
         Ok(Response::new(LogOutResponse {}))
     }
@@ -293,6 +308,7 @@ impl Auth for AuthApi {
             );
         }
         // Streams on this instance end now; those on other instances at their next check.
+        self.0.caches.forget_auth_key(target);
         self.0.hub.disconnect_device(target);
         Ok(Response::new(ResetAuthorizationResponse {}))
     }

@@ -5,6 +5,7 @@
 
 mod accounts;
 pub mod auth;
+mod cache;
 mod dialogs_api;
 mod hub;
 mod media_api;
@@ -48,6 +49,7 @@ pub struct Gateway {
     hub: Arc<hub::Hub>,
     routes: Routes,
     send_limiter: rate_limit::SendLimiter,
+    caches: cache::Caches,
     push_endpoint: String,
     code_sender: Box<dyn auth::CodeSender>,
     shutdown: CancellationToken,
@@ -86,6 +88,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             .clone()
             .unwrap_or_else(|| me.endpoint.clone()),
         code_sender: Box::new(auth::LogCodeSender),
+        caches: cache::Caches::default(),
         shutdown: shutdown.clone(),
         config: config.clone(),
     });

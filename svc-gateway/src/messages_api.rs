@@ -37,12 +37,16 @@ impl Gateway {
 
     /// `PEER_ID_INVALID` unless `peer` is an existing user.
     pub async fn check_peer(&self, peer: i64) -> Result<(), Status> {
+        if peer > 0 && self.caches.user_exists(peer) {
+            return Ok(());
+        }
         if peer > 0
             && !accounts::users_by_ids(&self.pool, &[peer])
                 .await
                 .map_err(Error::from)?
                 .is_empty()
         {
+            self.caches.remember_user(peer);
             return Ok(());
         }
         Err(Error::new(ErrorCode::PeerIdInvalid, "no such user").into())

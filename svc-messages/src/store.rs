@@ -146,92 +146,95 @@ pub async fn send(
         (None, 0)
     };
 
-    let body_id: i64 = sqlx::query_scalar(
-        "INSERT INTO message_bodies (sender_id, text, date, silent, noforwards)
-         VALUES ($1, $2, $3, $4, $5) RETURNING id",
-    )
-    .bind(m.sender_id)
-    .bind(&m.text)
-    .bind(now)
-    .bind(m.silent)
-    .bind(m.noforwards)
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query("UPDATE idempotency_keys SET body_id = $3 WHERE sender_id = $1 AND random_id = $2")
-        .bind(m.sender_id)
-        .bind(m.random_id)
-        .bind(body_id)
-        .execute(&mut *tx)
-        .await?;
-
     // A recipient who blocked the sender gets nothing: no box, no event, no push.
     let delivered = !is_self && !is_blocked(&mut tx, m.peer_user_id, m.sender_id).await?;
     let mut owners = vec![m.sender_id];
     if delivered {
         owners.push(m.peer_user_id);
     }
-    // Box ids are taken in ascending owner order so crossing sends never deadlock.
     owners.sort_unstable();
-    let mut box_ids = Vec::with_capacity(owners.len());
-    for &owner in &owners {
-        box_ids.push((owner, next_box_id(&mut tx, owner).await?));
-    }
+    let box_ids = next_box_ids(&mut tx, &owners).await?;
+    let recipient_reply = match reply_body {
+        Some(body) if delivered => box_id_of_body(&mut tx, m.peer_user_id, body)
+            .await?
+            .unwrap_or(0),
+        _ => 0,
+    };
+    let views: Vec<Message> = box_ids
+        .iter()
+        .map(|&(owner, box_id)| {
+            let out = owner == m.sender_id;
+            Message {
+                id: box_id,
+                peer_user_id: if out { m.peer_user_id } else { m.sender_id },
+                from_user_id: m.sender_id,
+                out,
+                date: now,
+                text: m.text.clone(),
+                reply_to_msg_id: if out { reply_box } else { recipient_reply },
+                silent: m.silent,
+                noforwards: m.noforwards,
+                edit_date: 0,
+            }
+        })
+        .collect();
+
+    // The body, the key's body id and every box, in one statement.
+    let body_id: i64 = sqlx::query_scalar(
+        "WITH body AS (
+            INSERT INTO message_bodies (sender_id, text, date, silent, noforwards)
+            VALUES ($1, $2, $3, $4, $5) RETURNING id
+         ), key AS (
+            UPDATE idempotency_keys SET body_id = (SELECT id FROM body)
+            WHERE sender_id = $1 AND random_id = $6
+         ), boxes AS (
+            INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)
+            SELECT b.owner_id, b.box_id, b.peer_user_id, (SELECT id FROM body), b.out, b.reply_to, $3
+            FROM UNNEST($7::bigint[], $8::bigint[], $9::bigint[], $10::bool[], $11::bigint[])
+                AS b(owner_id, box_id, peer_user_id, out, reply_to)
+         )
+         SELECT id FROM body",
+    )
+    .bind(m.sender_id)
+    .bind(&m.text)
+    .bind(now)
+    .bind(m.silent)
+    .bind(m.noforwards)
+    .bind(m.random_id)
+    .bind(views.iter().map(|v| if v.out { m.sender_id } else { m.peer_user_id }).collect::<Vec<_>>())
+    .bind(views.iter().map(|v| v.id).collect::<Vec<_>>())
+    .bind(views.iter().map(|v| v.peer_user_id).collect::<Vec<_>>())
+    .bind(views.iter().map(|v| v.out).collect::<Vec<_>>())
+    .bind(views.iter().map(|v| v.reply_to_msg_id).collect::<Vec<_>>())
+    .fetch_one(&mut *tx)
+    .await?;
+
     let mut sender_message = None;
-    let mut updates_events = Vec::new();
-    let mut updates_rows = Vec::new();
-    for &(owner, box_id) in &box_ids {
+    let mut updates_events = Vec::with_capacity(views.len());
+    let mut rows = Vec::with_capacity(views.len());
+    for view in views {
+        let owner = if view.out {
+            m.sender_id
+        } else {
+            m.peer_user_id
+        };
         let peer_box_id = box_ids
             .iter()
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
-        let out = owner == m.sender_id;
-        let peer = if out { m.peer_user_id } else { m.sender_id };
-        let reply_to = match reply_body {
-            Some(_) if out => reply_box,
-            Some(body) => box_id_of_body(&mut tx, owner, body).await?.unwrap_or(0),
-            None => 0,
-        };
-        sqlx::query(
-            "INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(owner)
-        .bind(box_id)
-        .bind(peer)
-        .bind(body_id)
-        .bind(out)
-        .bind(reply_to)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
-        let message = Message {
-            id: box_id,
-            peer_user_id: peer,
-            from_user_id: m.sender_id,
-            out,
-            date: now,
-            text: m.text.clone(),
-            reply_to_msg_id: reply_to,
-            silent: m.silent,
-            noforwards: m.noforwards,
-            edit_date: 0,
-        };
-        let event = new_message_event(body_id, owner, message.clone(), m.auth_key_id, peer_box_id);
-        let event_id = new_message_event_id(body_id, owner);
-        let payload = event.encode_to_vec();
-        updates_rows.push(
-            outbox
-                .enqueue(&mut tx, TO_UPDATES, event_id, &payload, HandOff::FastPath)
-                .await?,
-        );
-        outbox
-            .enqueue(&mut tx, TO_DIALOGS, event_id, &payload, HandOff::Relay)
-            .await?;
+        let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
+        rows.push((new_message_event_id(body_id, owner), event.encode_to_vec()));
         updates_events.push(event);
-        if out {
-            sender_message = Some(message);
+        if view.out {
+            sender_message = Some(view);
         }
     }
+    let updates_rows = outbox
+        .enqueue(&mut tx, TO_UPDATES, &rows, HandOff::FastPath)
+        .await?;
+    outbox
+        .enqueue(&mut tx, TO_DIALOGS, &rows, HandOff::Relay)
+        .await?;
     tx.commit().await?;
     outbox.wake(TO_DIALOGS);
     let message = sender_message.ok_or_else(|| sqlx::Error::Protocol("no sender box".into()))?;
@@ -292,16 +295,26 @@ pub async fn blocked(
     .await
 }
 
-/// The next box id of `owner` (primary key of box_sequences; locks the row until commit).
-async fn next_box_id(tx: &mut PgConnection, owner: i64) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "INSERT INTO box_sequences (owner_id, last_box_id) VALUES ($1, 1)
+/// The next box id of each owner, in one statement (primary key of box_sequences; the rows
+/// stay locked until commit, taken in ascending owner order so crossing sends never deadlock).
+async fn next_box_ids(
+    tx: &mut PgConnection,
+    owners: &[i64],
+) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+    let mut ids: Vec<(i64, i64)> = sqlx::query(
+        "INSERT INTO box_sequences (owner_id, last_box_id)
+         SELECT o, 1 FROM UNNEST($1::bigint[]) AS o ORDER BY o
          ON CONFLICT (owner_id) DO UPDATE SET last_box_id = box_sequences.last_box_id + 1
-         RETURNING last_box_id",
+         RETURNING owner_id, last_box_id",
     )
-    .bind(owner)
-    .fetch_one(tx)
-    .await
+    .bind(owners)
+    .fetch_all(tx)
+    .await?
+    .into_iter()
+    .map(|r| Ok((r.try_get("owner_id")?, r.try_get("last_box_id")?)))
+    .collect::<Result<_, sqlx::Error>>()?;
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 /// The box id `owner` has for `body_id` (index message_boxes_body).

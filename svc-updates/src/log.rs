@@ -20,108 +20,113 @@ pub struct ValidEvent {
 }
 
 /// Appends events, assigning pts per user; events already logged keep their pts.
-/// Returns one `Appended` per input event, in input order.
+/// Returns one `Appended` per input event, in input order. Five statements whatever the batch:
+/// lock every user's state row (ascending ids, so concurrent batches never deadlock), find
+/// the events already logged, insert the new ones, move the users' pts, write the push jobs.
 pub async fn append(
     pool: &PgPool,
     outbox: &Outbox,
     events: Vec<ValidEvent>,
     retain: u32,
 ) -> Result<Vec<Appended>, sqlx::Error> {
-    // Users are locked in ascending id order, so concurrent batches never deadlock.
-    let mut by_user: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-    for (i, e) in events.iter().enumerate() {
-        by_user.entry(e.event.user_id).or_default().push(i);
-    }
-    let mut results: Vec<Option<Appended>> = vec![None; events.len()];
+    let mut users: Vec<i64> = events.iter().map(|e| e.event.user_id).collect();
+    users.sort_unstable();
+    users.dedup();
     let mut tx = pool.begin().await?;
-    for (user_id, indexes) in by_user {
-        // Locks the user's state row until commit: the only writer of this user's pts.
-        let state = sqlx::query(
-            "INSERT INTO user_state (user_id) VALUES ($1)
-             ON CONFLICT (user_id) DO UPDATE SET updated_at = now()
-             RETURNING pts, trimmed_pts",
+    // Locks the users' state rows until commit: the only writers of their pts.
+    let mut state: BTreeMap<i64, (i32, i32)> = sqlx::query(
+        "INSERT INTO user_state (user_id) SELECT * FROM UNNEST($1::bigint[]) ORDER BY 1
+         ON CONFLICT (user_id) DO UPDATE SET updated_at = now()
+         RETURNING user_id, pts, trimmed_pts",
+    )
+    .bind(&users)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| {
+        Ok((
+            r.try_get("user_id")?,
+            (r.try_get("pts")?, r.try_get("trimmed_pts")?),
+        ))
+    })
+    .collect::<Result<_, sqlx::Error>>()?;
+    let (event_users, event_ids): (Vec<i64>, Vec<Uuid>) =
+        events.iter().map(|e| (e.event.user_id, e.event_id)).unzip();
+    // Index update_log_event.
+    let mut known: HashMap<(i64, Uuid), (i32, i32)> = sqlx::query(
+        "SELECT l.user_id, l.event_id, l.pts, l.pts_count
+         FROM UNNEST($1::bigint[], $2::uuid[]) AS e(user_id, event_id)
+         JOIN update_log l ON l.user_id = e.user_id AND l.event_id = e.event_id",
+    )
+    .bind(&event_users)
+    .bind(&event_ids)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| {
+        Ok((
+            (r.try_get("user_id")?, r.try_get("event_id")?),
+            (r.try_get("pts")?, r.try_get("pts_count")?),
+        ))
+    })
+    .collect::<Result<_, sqlx::Error>>()?;
+
+    let mut log = NewRows::default();
+    let mut jobs = Vec::new();
+    let mut results = Vec::with_capacity(events.len());
+    for e in &events {
+        let user_id = e.event.user_id;
+        let (at, count) = match known.get(&(user_id, e.event_id)) {
+            Some(&seen) => seen,
+            None => {
+                let slot = state.entry(user_id).or_insert((0, 0));
+                slot.0 += e.event.pts_count;
+                let pts = slot.0;
+                log.push(user_id, pts, e);
+                known.insert((user_id, e.event_id), (pts, e.event.pts_count));
+                let job = PushJob {
+                    event_id: e.event.event_id.clone(),
+                    user_id,
+                    origin_auth_key_id: e.event.origin_auth_key_id,
+                    update: Some(PtsUpdate {
+                        pts,
+                        pts_count: e.event.pts_count,
+                        date: e.event.date,
+                        update: e.event.update.clone(),
+                    }),
+                };
+                jobs.push((e.event_id, job.encode_to_vec()));
+                (pts, e.event.pts_count)
+            }
+        };
+        results.push(Appended {
+            event_id: e.event.event_id.clone(),
+            user_id,
+            pts: at,
+            pts_count: count,
+        });
+    }
+    if !jobs.is_empty() {
+        sqlx::query(
+            "INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
+             SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])",
         )
-        .bind(user_id)
-        .fetch_one(&mut *tx)
+        .bind(&log.users)
+        .bind(&log.pts)
+        .bind(&log.counts)
+        .bind(&log.ids)
+        .bind(&log.dates)
+        .bind(&log.bodies)
+        .execute(&mut *tx)
         .await?;
-        let mut pts: i32 = state.try_get("pts")?;
-        let trimmed: i32 = state.try_get("trimmed_pts")?;
-        let ids: Vec<Uuid> = indexes.iter().map(|&i| events[i].event_id).collect();
-        // Index update_log_event.
-        let mut known: HashMap<Uuid, (i32, i32)> = sqlx::query(
-            "SELECT event_id, pts, pts_count FROM update_log WHERE user_id = $1 AND event_id = ANY($2)",
-        )
-        .bind(user_id)
-        .bind(&ids)
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|r| Ok((r.try_get("event_id")?, (r.try_get("pts")?, r.try_get("pts_count")?))))
-        .collect::<Result<_, sqlx::Error>>()?;
-        let start_pts = pts;
-        let (mut new_pts, mut new_counts, mut new_ids, mut new_dates, mut new_bodies) =
-            (vec![], vec![], vec![], vec![], vec![]);
-        for &i in &indexes {
-            let e = &events[i];
-            let (at, count) = match known.get(&e.event_id) {
-                Some(&seen) => seen,
-                None => {
-                    pts += e.event.pts_count;
-                    let body = e.event.update.clone().unwrap_or_default().encode_to_vec();
-                    new_pts.push(pts);
-                    new_counts.push(e.event.pts_count);
-                    new_ids.push(e.event_id);
-                    new_dates.push(e.event.date);
-                    new_bodies.push(body);
-                    known.insert(e.event_id, (pts, e.event.pts_count));
-                    let job = PushJob {
-                        event_id: e.event.event_id.clone(),
-                        user_id,
-                        origin_auth_key_id: e.event.origin_auth_key_id,
-                        update: Some(PtsUpdate {
-                            pts,
-                            pts_count: e.event.pts_count,
-                            date: e.event.date,
-                            update: e.event.update.clone(),
-                        }),
-                    };
-                    outbox
-                        .enqueue(
-                            &mut tx,
-                            TO_DISPATCH,
-                            e.event_id,
-                            &job.encode_to_vec(),
-                            HandOff::Relay,
-                        )
-                        .await?;
-                    (pts, e.event.pts_count)
-                }
-            };
-            results[i] = Some(Appended {
-                event_id: e.event.event_id.clone(),
-                user_id,
-                pts: at,
-                pts_count: count,
-            });
-        }
-        if pts != start_pts {
-            sqlx::query(
-                "INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
-                 SELECT $1, * FROM UNNEST($2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])",
-            )
-            .bind(user_id)
-            .bind(&new_pts)
-            .bind(&new_counts)
-            .bind(&new_ids)
-            .bind(&new_dates)
-            .bind(&new_bodies)
-            .execute(&mut *tx)
-            .await?;
-            // Retention, in steps of a tenth of it so the trim is rare and batched.
+        // Retention, in steps of a tenth of it so the trim is rare and batched.
+        let step = (retain as i32 / 10).max(1);
+        let (mut moved_users, mut moved_pts, mut moved_trimmed) = (vec![], vec![], vec![]);
+        for (&user, &(pts, trimmed)) in state.iter().filter(|(u, _)| log.users.contains(u)) {
             let keep_from = pts - retain as i32;
-            let new_trimmed = if keep_from - trimmed > (retain as i32 / 10).max(1) {
+            let trimmed = if keep_from - trimmed > step {
                 sqlx::query("DELETE FROM update_log WHERE user_id = $1 AND pts <= $2")
-                    .bind(user_id)
+                    .bind(user)
                     .bind(keep_from)
                     .execute(&mut *tx)
                     .await?;
@@ -129,17 +134,50 @@ pub async fn append(
             } else {
                 trimmed
             };
-            sqlx::query("UPDATE user_state SET pts = $2, trimmed_pts = $3 WHERE user_id = $1")
-                .bind(user_id)
-                .bind(pts)
-                .bind(new_trimmed)
-                .execute(&mut *tx)
-                .await?;
+            moved_users.push(user);
+            moved_pts.push(pts);
+            moved_trimmed.push(trimmed);
         }
+        sqlx::query(
+            "UPDATE user_state s SET pts = m.pts, trimmed_pts = m.trimmed
+             FROM UNNEST($1::bigint[], $2::int[], $3::int[]) AS m(user_id, pts, trimmed)
+             WHERE s.user_id = m.user_id",
+        )
+        .bind(&moved_users)
+        .bind(&moved_pts)
+        .bind(&moved_trimmed)
+        .execute(&mut *tx)
+        .await?;
+        outbox
+            .enqueue(&mut tx, TO_DISPATCH, &jobs, HandOff::Relay)
+            .await?;
     }
     tx.commit().await?;
     outbox.wake(TO_DISPATCH);
-    Ok(results.into_iter().flatten().collect())
+    Ok(results)
+}
+
+/// The update-log rows one append inserts, as columns.
+#[derive(Default)]
+struct NewRows {
+    users: Vec<i64>,
+    pts: Vec<i32>,
+    counts: Vec<i32>,
+    ids: Vec<Uuid>,
+    dates: Vec<i64>,
+    bodies: Vec<Vec<u8>>,
+}
+
+impl NewRows {
+    fn push(&mut self, user_id: i64, pts: i32, e: &ValidEvent) {
+        self.users.push(user_id);
+        self.pts.push(pts);
+        self.counts.push(e.event.pts_count);
+        self.ids.push(e.event_id);
+        self.dates.push(e.event.date);
+        self.bodies
+            .push(e.event.update.clone().unwrap_or_default().encode_to_vec());
+    }
 }
 
 /// The user's current pts and the retention floor (primary key of user_state).

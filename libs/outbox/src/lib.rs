@@ -59,32 +59,38 @@ impl Outbox {
         }
     }
 
-    /// Writes one event inside the producer's transaction; returns the row id.
+    /// Writes events for `destination` inside the producer's transaction, in one statement;
+    /// returns their row ids. An event id already waiting for the destination is kept once.
     pub async fn enqueue(
         &self,
         tx: &mut PgConnection,
         destination: &'static str,
-        event_id: Uuid,
-        payload: &[u8],
+        events: &[(Uuid, Vec<u8>)],
         hand_off: HandOff,
-    ) -> Result<i64, sqlx::Error> {
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        if events.is_empty() {
+            return Ok(vec![]);
+        }
         let delay_ms = match hand_off {
             HandOff::FastPath => self.config.fast_path_grace.as_millis() as i64,
             HandOff::Relay => 0,
         };
         let traceparent = oxigram_telemetry::propagation::current_traceparent();
+        let ids: Vec<Uuid> = events.iter().map(|(id, _)| *id).collect();
+        let payloads: Vec<&[u8]> = events.iter().map(|(_, p)| p.as_slice()).collect();
         sqlx::query_scalar(
             "INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
-             VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
+             SELECT $1, e.id, e.payload, $4, now() + $5 * interval '1 millisecond'
+             FROM UNNEST($2::uuid[], $3::bytea[]) AS e(id, payload)
              ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
              RETURNING id",
         )
         .bind(destination)
-        .bind(event_id)
-        .bind(payload)
+        .bind(&ids)
+        .bind(&payloads)
         .bind(traceparent)
         .bind(delay_ms)
-        .fetch_one(tx)
+        .fetch_all(tx)
         .await
     }
 
@@ -130,14 +136,18 @@ impl Outbox {
     }
 }
 
-/// Receiver side: records `event_id` in the inbox inside the receiver's transaction; `false`
-/// when it was received before (skip it).
-pub async fn first_delivery(tx: &mut PgConnection, event_id: Uuid) -> Result<bool, sqlx::Error> {
-    let inserted = sqlx::query("INSERT INTO inbox (event_id) VALUES ($1) ON CONFLICT DO NOTHING")
-        .bind(event_id)
-        .execute(tx)
-        .await?;
-    Ok(inserted.rows_affected() == 1)
+/// Receiver side: records event ids in the inbox inside the receiver's transaction and
+/// returns those received for the first time (the others are replays: skip them).
+pub async fn first_deliveries(
+    tx: &mut PgConnection,
+    event_ids: &[Uuid],
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO inbox (event_id) SELECT * FROM UNNEST($1::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id",
+    )
+    .bind(event_ids)
+    .fetch_all(tx)
+    .await
 }
 
 impl RelayConfig {
