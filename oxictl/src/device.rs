@@ -55,6 +55,15 @@ pub async fn connect(gateway: &str) -> anyhow::Result<Channel> {
 #[derive(Clone)]
 pub struct SignWithKey(MetadataValue<tonic::metadata::Ascii>);
 
+impl SignWithKey {
+    /// Signs with the auth key `<auth_key_id>:<secret hex>`.
+    pub fn new(auth_key_id: i64, secret: &str) -> anyhow::Result<Self> {
+        Ok(Self(MetadataValue::try_from(format!(
+            "{auth_key_id}:{secret}"
+        ))?))
+    }
+}
+
 impl Interceptor for SignWithKey {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
         request

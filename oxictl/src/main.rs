@@ -2,6 +2,7 @@
 //! in a small JSON file (`.oxictl/<device>.json`), so several devices of several users can be
 //! driven from one shell.
 
+mod bench;
 mod device;
 
 use std::time::Duration;
@@ -96,6 +97,10 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: i32,
     },
+    /// Load generator: creates users, sends through the gateway, measures send and push
+    /// latency, losses and duplicates, offline catch-up, getDifference, the dispatch drain
+    /// rate and a raw-Postgres baseline; the last line of stdout is a JSON summary.
+    Bench(bench::BenchArgs),
 }
 
 fn show(m: &Message) -> String {
@@ -138,6 +143,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let path = cli.state_dir.join(format!("{}.json", cli.device));
     match cli.command {
+        Command::Bench(args) => bench::run(&cli.gateway, args).await?,
         Command::Keygen => {
             let channel = device::connect(&cli.gateway).await?;
             let key = AuthClient::new(channel)
