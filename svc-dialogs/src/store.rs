@@ -1,7 +1,7 @@
 //! The SQL of dialogs: applying message events, reads (READ), receipts (DELIVERED), pages.
 
 use oxigram_kit::to_updates::TO_UPDATES;
-use oxigram_outbox::{HandOff, Outbox};
+use oxigram_outbox::{HandOff, NewRow, Outbox};
 use oxigram_proto::{
     internal::v1::Dialog,
     types::v1::{
@@ -127,7 +127,7 @@ async fn enqueue(
         .map(|e| {
             let id =
                 Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
-            Ok((id, e.encode_to_vec()))
+            Ok(NewRow::new(id, e.encode_to_vec()))
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
     outbox

@@ -1,7 +1,7 @@
 //! The Dispatch gRPC service: the idempotent receiver of push jobs.
 
 use oxigram_errors::{Error, ErrorCode};
-use oxigram_outbox::{HandOff, Outbox};
+use oxigram_outbox::{HandOff, NewRow, Outbox};
 use oxigram_proto::internal::v1::{EnqueueRequest, EnqueueResponse, dispatch_server::Dispatch};
 use prost::Message as _;
 use sqlx::PgPool;
@@ -49,10 +49,10 @@ impl Dispatch for DispatchService {
         let fresh = oxigram_outbox::first_deliveries(&mut tx, &ids)
             .await
             .map_err(Error::from)?;
-        let rows: Vec<(Uuid, Vec<u8>)> = parsed
+        let rows: Vec<NewRow> = parsed
             .into_iter()
             .filter(|(id, _)| fresh.contains(id))
-            .map(|(id, job)| (id, job.encode_to_vec()))
+            .map(|(id, job)| NewRow::new(id, job.encode_to_vec()))
             .collect();
         self.outbox
             .enqueue(&mut tx, TO_GATEWAYS, &rows, HandOff::Relay)

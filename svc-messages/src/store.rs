@@ -1,6 +1,6 @@
 //! The SQL of messages: the send transaction and the owner-view reads.
 
-use oxigram_outbox::{HandOff, Outbox};
+use oxigram_outbox::{HandOff, NewRow, Outbox};
 use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
 use prost::Message as _;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
@@ -223,7 +223,10 @@ pub async fn send(
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
         let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
-        rows.push((new_message_event_id(body_id, owner), event.encode_to_vec()));
+        rows.push(NewRow::new(
+            new_message_event_id(body_id, owner),
+            event.encode_to_vec(),
+        ));
         updates_events.push(event);
         if view.out {
             sender_message = Some(view);

@@ -5,6 +5,7 @@
 //! the events, and writes push jobs for svc-dispatch into its own outbox in the same
 //! transaction. `GetDifference` serves the log back in pts order, in bounded slices.
 
+mod batcher;
 mod log;
 mod service;
 
@@ -37,7 +38,12 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &[TO_DISPATCH],
     );
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
-    let service = UpdatesService::new(pool.clone(), outbox.clone(), config.updates.retain_per_user);
+    let service = UpdatesService::new(
+        pool.clone(),
+        outbox.clone(),
+        config.updates.retain_per_user,
+        config.updates.append_workers,
+    );
     let relay = outbox.relay(service::ToDispatch::new(dispatch));
     let readiness = server.readiness();
     let background = {

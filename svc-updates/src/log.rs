@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use oxigram_outbox::{HandOff, Outbox};
+use oxigram_outbox::{HandOff, NewRow, Outbox};
 use oxigram_proto::{
     internal::v1::Appended,
     types::v1::{PtsUpdate, PushJob, Update, UpdatesState, UserEvent},
@@ -17,6 +17,8 @@ use crate::TO_DISPATCH;
 pub struct ValidEvent {
     pub event_id: Uuid,
     pub event: UserEvent,
+    /// The trace of the request that brought it: its push job continues that trace.
+    pub traceparent: Option<String>,
 }
 
 /// Appends events, assigning pts per user; events already logged keep their pts.
@@ -95,7 +97,11 @@ pub async fn append(
                         update: e.event.update.clone(),
                     }),
                 };
-                jobs.push((e.event_id, job.encode_to_vec()));
+                jobs.push(NewRow {
+                    event_id: e.event_id,
+                    payload: job.encode_to_vec(),
+                    traceparent: e.traceparent.clone(),
+                });
                 (pts, e.event.pts_count)
             }
         };

@@ -15,7 +15,10 @@ use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::log::{self, ValidEvent};
+use crate::{
+    batcher::Batcher,
+    log::{self, ValidEvent},
+};
 
 /// Most events one Append may carry.
 pub const MAX_APPEND_BATCH: usize = 1000;
@@ -26,16 +29,15 @@ pub const DEFAULT_DIFFERENCE_LIMIT: i32 = 100;
 
 pub struct UpdatesService {
     pool: PgPool,
-    outbox: Outbox,
-    retain_per_user: u32,
+    batcher: Batcher,
 }
 
 impl UpdatesService {
-    pub fn new(pool: PgPool, outbox: Outbox, retain_per_user: u32) -> Self {
+    /// `workers` transactions may run at once, each taking every append queued meanwhile.
+    pub fn new(pool: PgPool, outbox: Outbox, retain_per_user: u32, workers: usize) -> Self {
         Self {
+            batcher: Batcher::start(pool.clone(), outbox, retain_per_user.max(1), workers),
             pool,
-            outbox,
-            retain_per_user: retain_per_user.max(1),
         }
     }
 }
@@ -57,6 +59,7 @@ impl Updates for UpdatesService {
                 "too many events in one append",
             ));
         }
+        let traceparent = oxigram_telemetry::propagation::current_traceparent();
         let mut valid = Vec::with_capacity(events.len());
         for event in events {
             let event_id = Uuid::parse_str(&event.event_id)
@@ -81,11 +84,13 @@ impl Updates for UpdatesService {
             {
                 return Err(invalid(ErrorCode::PtsInvalid, "event carries no update"));
             }
-            valid.push(ValidEvent { event_id, event });
+            valid.push(ValidEvent {
+                event_id,
+                event,
+                traceparent: traceparent.clone(),
+            });
         }
-        let appended = log::append(&self.pool, &self.outbox, valid, self.retain_per_user)
-            .await
-            .map_err(Error::from)?;
+        let appended = self.batcher.append(valid).await.map_err(Error::internal)?;
         Ok(Response::new(AppendResponse { appended }))
     }
 

@@ -131,12 +131,15 @@ fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
 pub struct UpdatesConfig {
     /// Updates kept per user; a client older than that gets "difference too long".
     pub retain_per_user: u32,
+    /// Append transactions that may run at once; each takes every append queued meanwhile.
+    pub append_workers: usize,
 }
 
 impl Default for UpdatesConfig {
     fn default() -> Self {
         Self {
             retain_per_user: 100_000,
+            append_workers: 4,
         }
     }
 }

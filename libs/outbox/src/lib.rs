@@ -21,6 +21,25 @@ pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
 /// The outbox and inbox tables, applied into each service's schema next to its own migrations.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
+/// One event for the outbox, with the trace it continues.
+#[derive(Debug, Clone)]
+pub struct NewRow {
+    pub event_id: Uuid,
+    pub payload: Vec<u8>,
+    pub traceparent: Option<String>,
+}
+
+impl NewRow {
+    /// A row that continues the current span's trace.
+    pub fn new(event_id: Uuid, payload: Vec<u8>) -> Self {
+        Self {
+            event_id,
+            payload,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        }
+    }
+}
+
 /// Who hands a fresh row off first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HandOff {
@@ -65,30 +84,31 @@ impl Outbox {
         &self,
         tx: &mut PgConnection,
         destination: &'static str,
-        events: &[(Uuid, Vec<u8>)],
+        rows: &[NewRow],
         hand_off: HandOff,
     ) -> Result<Vec<i64>, sqlx::Error> {
-        if events.is_empty() {
+        if rows.is_empty() {
             return Ok(vec![]);
         }
         let delay_ms = match hand_off {
             HandOff::FastPath => self.config.fast_path_grace.as_millis() as i64,
             HandOff::Relay => 0,
         };
-        let traceparent = oxigram_telemetry::propagation::current_traceparent();
-        let ids: Vec<Uuid> = events.iter().map(|(id, _)| *id).collect();
-        let payloads: Vec<&[u8]> = events.iter().map(|(_, p)| p.as_slice()).collect();
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.event_id).collect();
+        let payloads: Vec<&[u8]> = rows.iter().map(|r| r.payload.as_slice()).collect();
+        let traceparents: Vec<Option<&str>> =
+            rows.iter().map(|r| r.traceparent.as_deref()).collect();
         sqlx::query_scalar(
             "INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
-             SELECT $1, e.id, e.payload, $4, now() + $5 * interval '1 millisecond'
-             FROM UNNEST($2::uuid[], $3::bytea[]) AS e(id, payload)
+             SELECT $1, e.id, e.payload, e.traceparent, now() + $5 * interval '1 millisecond'
+             FROM UNNEST($2::uuid[], $3::bytea[], $4::text[]) AS e(id, payload, traceparent)
              ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
              RETURNING id",
         )
         .bind(destination)
         .bind(&ids)
         .bind(&payloads)
-        .bind(traceparent)
+        .bind(&traceparents)
         .bind(delay_ms)
         .fetch_all(tx)
         .await

@@ -37,36 +37,37 @@ impl Default for TelemetryConfig {
 
 /// Keeps the tracer provider alive; flushes spans when dropped.
 pub struct TelemetryGuard {
-    provider: SdkTracerProvider,
-}
-
-impl TelemetryGuard {
-    pub fn provider(&self) -> &SdkTracerProvider {
-        &self.provider
-    }
+    provider: Option<SdkTracerProvider>,
 }
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        let _ = self.provider.force_flush();
-        let _ = self.provider.shutdown();
+        if let Some(provider) = &self.provider {
+            let _ = provider.force_flush();
+            let _ = provider.shutdown();
+        }
     }
 }
 
 /// Installs logging and tracing for the process; `service_name` names the OTel resource.
+/// Spans are recorded and trace context propagated only when an OTLP endpoint is configured:
+/// recording spans nobody exports costs CPU on every call.
 pub fn init(service_name: &str, config: &TelemetryConfig) -> anyhow::Result<TelemetryGuard> {
+    if config.otlp_endpoint.is_empty() {
+        return install(service_name, config, None);
+    }
     let resource = Resource::builder()
         .with_service_name(service_name.to_owned())
         .build();
-    let mut builder = SdkTracerProvider::builder().with_resource(resource);
-    if !config.otlp_endpoint.is_empty() {
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_tonic()
-            .with_endpoint(config.otlp_endpoint.clone())
-            .build()?;
-        builder = builder.with_batch_exporter(exporter);
-    }
-    init_with_provider(service_name, config, builder.build())
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_endpoint(config.otlp_endpoint.clone())
+        .build()?;
+    let provider = SdkTracerProvider::builder()
+        .with_resource(resource)
+        .with_batch_exporter(exporter)
+        .build();
+    install(service_name, config, Some(provider))
 }
 
 /// Like [`init`], with a tracer provider made by the caller (tests use an in-memory exporter).
@@ -75,13 +76,22 @@ pub fn init_with_provider(
     config: &TelemetryConfig,
     provider: SdkTracerProvider,
 ) -> anyhow::Result<TelemetryGuard> {
+    install(service_name, config, Some(provider))
+}
+
+fn install(
+    service_name: &str,
+    config: &TelemetryConfig,
+    provider: Option<SdkTracerProvider>,
+) -> anyhow::Result<TelemetryGuard> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    opentelemetry::global::set_tracer_provider(provider.clone());
-    let tracer = provider.tracer(service_name.to_owned());
+    let otel = provider.as_ref().map(|provider| {
+        opentelemetry::global::set_tracer_provider(provider.clone());
+        tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name.to_owned()))
+    });
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&config.log_filter))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let otel = tracing_opentelemetry::layer().with_tracer(tracer);
     let registry = tracing_subscriber::registry().with(filter).with(otel);
     let installed = if config.log_format == "text" {
         registry
