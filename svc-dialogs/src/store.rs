@@ -127,12 +127,15 @@ async fn enqueue(
         .map(|e| {
             let id =
                 Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
-            Ok(NewRow::new(id, e.encode_to_vec()))
+            Ok(NewRow::new(
+                TO_UPDATES,
+                id,
+                e.encode_to_vec(),
+                HandOff::FastPath,
+            ))
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
-    outbox
-        .enqueue(tx, TO_UPDATES, &rows, HandOff::FastPath)
-        .await
+    outbox.enqueue(tx, &rows).await
 }
 
 /// What a read changed: the events to hand off now and their outbox rows.

@@ -52,10 +52,10 @@ impl Dispatch for DispatchService {
         let rows: Vec<NewRow> = parsed
             .into_iter()
             .filter(|(id, _)| fresh.contains(id))
-            .map(|(id, job)| NewRow::new(id, job.encode_to_vec()))
+            .map(|(id, job)| NewRow::new(TO_GATEWAYS, id, job.encode_to_vec(), HandOff::Relay))
             .collect();
         self.outbox
-            .enqueue(&mut tx, TO_GATEWAYS, &rows, HandOff::Relay)
+            .enqueue(&mut tx, &rows)
             .await
             .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;

@@ -84,18 +84,47 @@ pub async fn send(
     m: &NewMessage,
 ) -> Result<SendOutcome, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    // Claims the key; a concurrent send with the same key waits here for the first to finish.
-    let claimed = sqlx::query(
-        "INSERT INTO idempotency_keys (sender_id, random_id, request_hash) VALUES ($1, $2, $3)
-         ON CONFLICT (sender_id, random_id) DO NOTHING",
+    // One statement: claim the key (a concurrent send with the same key waits here for the
+    // first to finish), see whether the recipient blocked the sender, and, only when the key
+    // was claimed, take a box id for each owner (primary keys of idempotency_keys, blocks and
+    // box_sequences; owners in ascending order so crossing sends never deadlock).
+    let is_self = m.sender_id == m.peer_user_id;
+    let candidates: Vec<i64> = if is_self {
+        vec![m.sender_id]
+    } else {
+        vec![m.sender_id, m.peer_user_id]
+    };
+    let row = sqlx::query(
+        "WITH claim AS (
+            INSERT INTO idempotency_keys (sender_id, random_id, request_hash) VALUES ($1, $2, $3)
+            ON CONFLICT (sender_id, random_id) DO NOTHING RETURNING 1
+         ), blocked AS (
+            SELECT EXISTS (SELECT 1 FROM blocks WHERE owner_id = $4 AND blocked_user_id = $1) AS b
+         ), seq AS (
+            INSERT INTO box_sequences (owner_id, last_box_id)
+            SELECT o, 1 FROM UNNEST($5::bigint[]) AS o
+            WHERE EXISTS (SELECT 1 FROM claim) AND (o = $1 OR NOT (SELECT b FROM blocked))
+            ORDER BY o
+            ON CONFLICT (owner_id) DO UPDATE SET last_box_id = box_sequences.last_box_id + 1
+            RETURNING owner_id, last_box_id
+         )
+         SELECT EXISTS (SELECT 1 FROM claim) AS claimed,
+                coalesce((SELECT array_agg(owner_id ORDER BY owner_id) FROM seq), '{}') AS owners,
+                coalesce((SELECT array_agg(last_box_id ORDER BY owner_id) FROM seq), '{}') AS box_ids",
     )
     .bind(m.sender_id)
     .bind(m.random_id)
     .bind(&m.request_hash)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
+    .bind(m.peer_user_id)
+    .bind(&candidates)
+    .fetch_one(&mut *tx)
+    .await?;
+    let claimed: bool = row.try_get("claimed")?;
+    let owners: Vec<i64> = row.try_get("owners")?;
+    let box_ids: Vec<(i64, i64)> = owners
+        .into_iter()
+        .zip(row.try_get::<Vec<i64>, _>("box_ids")?)
+        .collect();
     if !claimed {
         let row = sqlx::query(
             "SELECT body_id, request_hash FROM idempotency_keys WHERE sender_id = $1 AND random_id = $2",
@@ -127,7 +156,6 @@ pub async fn send(
     }
 
     let now = chrono::Utc::now().timestamp();
-    let is_self = m.sender_id == m.peer_user_id;
     let (reply_body, reply_box) = if m.reply_to_msg_id != 0 {
         let row = sqlx::query(
             "SELECT body_id FROM message_boxes
@@ -146,14 +174,8 @@ pub async fn send(
         (None, 0)
     };
 
-    // A recipient who blocked the sender gets nothing: no box, no event, no push.
-    let delivered = !is_self && !is_blocked(&mut tx, m.peer_user_id, m.sender_id).await?;
-    let mut owners = vec![m.sender_id];
-    if delivered {
-        owners.push(m.peer_user_id);
-    }
-    owners.sort_unstable();
-    let box_ids = next_box_ids(&mut tx, &owners).await?;
+    // A recipient who blocked the sender got no box id: no box, no event, no push.
+    let delivered = box_ids.iter().any(|(owner, _)| *owner != m.sender_id);
     let recipient_reply = match reply_body {
         Some(body) if delivered => box_id_of_body(&mut tx, m.peer_user_id, body)
             .await?
@@ -211,7 +233,8 @@ pub async fn send(
 
     let mut sender_message = None;
     let mut updates_events = Vec::with_capacity(views.len());
-    let mut rows = Vec::with_capacity(views.len());
+    let mut rows = Vec::with_capacity(views.len() * 2);
+    let mut dialogs_rows = Vec::with_capacity(views.len());
     for view in views {
         let owner = if view.out {
             m.sender_id
@@ -223,21 +246,19 @@ pub async fn send(
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
         let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
-        rows.push(NewRow::new(
-            new_message_event_id(body_id, owner),
-            event.encode_to_vec(),
-        ));
+        let (id, payload) = (new_message_event_id(body_id, owner), event.encode_to_vec());
+        dialogs_rows.push(NewRow::new(TO_DIALOGS, id, payload.clone(), HandOff::Relay));
+        rows.push(NewRow::new(TO_UPDATES, id, payload, HandOff::FastPath));
         updates_events.push(event);
         if view.out {
             sender_message = Some(view);
         }
     }
-    let updates_rows = outbox
-        .enqueue(&mut tx, TO_UPDATES, &rows, HandOff::FastPath)
-        .await?;
-    outbox
-        .enqueue(&mut tx, TO_DIALOGS, &rows, HandOff::Relay)
-        .await?;
+    // One insert for both destinations; the ids come back in order, updates' rows first.
+    let to_updates = rows.len();
+    rows.extend(dialogs_rows);
+    let mut updates_rows = outbox.enqueue(&mut tx, &rows).await?;
+    updates_rows.truncate(to_updates);
     tx.commit().await?;
     outbox.wake(TO_DIALOGS);
     let message = sender_message.ok_or_else(|| sqlx::Error::Protocol("no sender box".into()))?;
@@ -246,18 +267,6 @@ pub async fn send(
         updates_events,
         updates_rows,
     })
-}
-
-/// Whether `owner` blocked `user` (primary key of blocks).
-async fn is_blocked(tx: &mut PgConnection, owner: i64, user: i64) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query_scalar::<_, i32>(
-        "SELECT 1 FROM blocks WHERE owner_id = $1 AND blocked_user_id = $2",
-    )
-    .bind(owner)
-    .bind(user)
-    .fetch_optional(tx)
-    .await?
-    .is_some())
 }
 
 /// Blocks (`true`) or unblocks a user; idempotent.
@@ -296,28 +305,6 @@ pub async fn blocked(
     .bind(limit as i64)
     .fetch_all(pool)
     .await
-}
-
-/// The next box id of each owner, in one statement (primary key of box_sequences; the rows
-/// stay locked until commit, taken in ascending owner order so crossing sends never deadlock).
-async fn next_box_ids(
-    tx: &mut PgConnection,
-    owners: &[i64],
-) -> Result<Vec<(i64, i64)>, sqlx::Error> {
-    let mut ids: Vec<(i64, i64)> = sqlx::query(
-        "INSERT INTO box_sequences (owner_id, last_box_id)
-         SELECT o, 1 FROM UNNEST($1::bigint[]) AS o ORDER BY o
-         ON CONFLICT (owner_id) DO UPDATE SET last_box_id = box_sequences.last_box_id + 1
-         RETURNING owner_id, last_box_id",
-    )
-    .bind(owners)
-    .fetch_all(tx)
-    .await?
-    .into_iter()
-    .map(|r| Ok((r.try_get("owner_id")?, r.try_get("last_box_id")?)))
-    .collect::<Result<_, sqlx::Error>>()?;
-    ids.sort_unstable();
-    Ok(ids)
 }
 
 /// The box id `owner` has for `body_id` (index message_boxes_body).

@@ -98,6 +98,8 @@ pub async fn append(
                     }),
                 };
                 jobs.push(NewRow {
+                    destination: TO_DISPATCH,
+                    hand_off: HandOff::Relay,
                     event_id: e.event_id,
                     payload: job.encode_to_vec(),
                     traceparent: e.traceparent.clone(),
@@ -154,9 +156,7 @@ pub async fn append(
         .bind(&moved_trimmed)
         .execute(&mut *tx)
         .await?;
-        outbox
-            .enqueue(&mut tx, TO_DISPATCH, &jobs, HandOff::Relay)
-            .await?;
+        outbox.enqueue(&mut tx, &jobs).await?;
     }
     tx.commit().await?;
     outbox.wake(TO_DISPATCH);

@@ -86,7 +86,8 @@ impl GrpcServer {
         let addr = self.listener.local_addr()?;
         tracing::info!(service = self.name, %addr, "gRPC server listening");
         // No Nagle: a reply split over segments must not wait for the peer's delayed ACK.
-        let incoming = tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
         let readiness = self.readiness.clone();
         let stop = async move {
             shutdown.cancelled().await;

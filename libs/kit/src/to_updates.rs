@@ -57,11 +57,8 @@ impl ToUpdates {
     ) -> (i32, i32) {
         match self.append(events).await {
             Ok(appended) => {
-                if !rows.is_empty()
-                    && let Err(err) = outbox.ack(TO_UPDATES, rows).await
-                {
-                    // Harmless: the relay delivers the rows again and updates deduplicates.
-                    tracing::warn!(error = %err, "could not ack fast-path outbox rows");
+                if !rows.is_empty() {
+                    outbox.ack(TO_UPDATES, rows.to_vec());
                 }
                 appended
                     .iter()

@@ -13,32 +13,13 @@ mod relay;
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use sqlx::{PgConnection, PgPool, migrate::Migrator};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use uuid::Uuid;
 
 pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
 
 /// The outbox and inbox tables, applied into each service's schema next to its own migrations.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
-
-/// One event for the outbox, with the trace it continues.
-#[derive(Debug, Clone)]
-pub struct NewRow {
-    pub event_id: Uuid,
-    pub payload: Vec<u8>,
-    pub traceparent: Option<String>,
-}
-
-impl NewRow {
-    /// A row that continues the current span's trace.
-    pub fn new(event_id: Uuid, payload: Vec<u8>) -> Self {
-        Self {
-            event_id,
-            payload,
-            traceparent: oxigram_telemetry::propagation::current_traceparent(),
-        }
-    }
-}
 
 /// Who hands a fresh row off first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,17 +30,47 @@ pub enum HandOff {
     Relay,
 }
 
+/// One event for one destination, with the trace it continues.
+#[derive(Debug, Clone)]
+pub struct NewRow {
+    pub destination: &'static str,
+    pub event_id: Uuid,
+    pub payload: Vec<u8>,
+    pub hand_off: HandOff,
+    pub traceparent: Option<String>,
+}
+
+impl NewRow {
+    /// A row that continues the current span's trace.
+    pub fn new(
+        destination: &'static str,
+        event_id: Uuid,
+        payload: Vec<u8>,
+        hand_off: HandOff,
+    ) -> Self {
+        Self {
+            destination,
+            event_id,
+            payload,
+            hand_off,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        }
+    }
+}
+
 /// The outbox of one service schema.
 #[derive(Clone)]
 pub struct Outbox {
     pool: PgPool,
+    acks: mpsc::Sender<Vec<i64>>,
     schema: &'static str,
     config: RelayConfig,
     wakers: Arc<HashMap<&'static str, Arc<Notify>>>,
 }
 
 impl Outbox {
-    /// `destinations` lists every destination this producer writes to.
+    /// `destinations` lists every destination this producer writes to. Must be called inside a
+    /// Tokio runtime: it starts the task that deletes acknowledged rows.
     pub fn new(
         pool: PgPool,
         schema: &'static str,
@@ -70,46 +81,55 @@ impl Outbox {
             .iter()
             .map(|d| (*d, Arc::new(Notify::new())))
             .collect();
+        let (acks, rx) = mpsc::channel(ACK_QUEUE);
+        tokio::spawn(delete_acked(pool.clone(), rx));
         Self {
             pool,
+            acks,
             schema,
             config,
             wakers: Arc::new(wakers),
         }
     }
 
-    /// Writes events for `destination` inside the producer's transaction, in one statement;
-    /// returns their row ids. An event id already waiting for the destination is kept once.
+    /// Writes rows (for any destinations) inside the producer's transaction, in one statement;
+    /// returns their ids in the order given. An event id already waiting for its destination
+    /// is kept once.
     pub async fn enqueue(
         &self,
         tx: &mut PgConnection,
-        destination: &'static str,
         rows: &[NewRow],
-        hand_off: HandOff,
     ) -> Result<Vec<i64>, sqlx::Error> {
         if rows.is_empty() {
             return Ok(vec![]);
         }
-        let delay_ms = match hand_off {
-            HandOff::FastPath => self.config.fast_path_grace.as_millis() as i64,
-            HandOff::Relay => 0,
-        };
+        let grace = self.config.fast_path_grace.as_millis() as i64;
+        let destinations: Vec<&str> = rows.iter().map(|r| r.destination).collect();
         let ids: Vec<Uuid> = rows.iter().map(|r| r.event_id).collect();
         let payloads: Vec<&[u8]> = rows.iter().map(|r| r.payload.as_slice()).collect();
         let traceparents: Vec<Option<&str>> =
             rows.iter().map(|r| r.traceparent.as_deref()).collect();
+        let delays: Vec<i64> = rows
+            .iter()
+            .map(|r| match r.hand_off {
+                HandOff::FastPath => grace,
+                HandOff::Relay => 0,
+            })
+            .collect();
         sqlx::query_scalar(
             "INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
-             SELECT $1, e.id, e.payload, e.traceparent, now() + $5 * interval '1 millisecond'
-             FROM UNNEST($2::uuid[], $3::bytea[], $4::text[]) AS e(id, payload, traceparent)
+             SELECT e.destination, e.id, e.payload, e.traceparent, now() + e.delay * interval '1 millisecond'
+             FROM UNNEST($1::text[], $2::uuid[], $3::bytea[], $4::text[], $5::bigint[])
+                WITH ORDINALITY AS e(destination, id, payload, traceparent, delay, n)
+             ORDER BY e.n
              ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
              RETURNING id",
         )
-        .bind(destination)
+        .bind(&destinations)
         .bind(&ids)
         .bind(&payloads)
         .bind(&traceparents)
-        .bind(delay_ms)
+        .bind(&delays)
         .fetch_all(tx)
         .await
     }
@@ -121,14 +141,17 @@ impl Outbox {
         }
     }
 
-    /// The fast path delivered these rows: delete them (outbox primary key).
-    pub async fn ack(&self, destination: &'static str, ids: &[i64]) -> Result<(), sqlx::Error> {
-        sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
-            .bind(ids)
-            .execute(&self.pool)
-            .await?;
+    /// The fast path delivered these rows. They are deleted in batches by a background task
+    /// (their grace keeps the relay away meanwhile; a lost ack only means a harmless replay).
+    pub fn ack(&self, destination: &'static str, ids: Vec<i64>) {
         metrics::delivered(self.schema, destination, "fast_path", ids.len() as u64);
-        Ok(())
+        if let Err(mpsc::error::TrySendError::Full(ids) | mpsc::error::TrySendError::Closed(ids)) =
+            self.acks.try_send(ids)
+        {
+            // Too many waiting: this one deletes directly.
+            let pool = self.pool.clone();
+            tokio::spawn(async move { delete_rows(&pool, &ids).await });
+        }
     }
 
     /// The relay for `destination`; run it with [`Relay::run`].
@@ -153,6 +176,35 @@ impl Outbox {
             .bind(destination)
             .fetch_one(&self.pool)
             .await
+    }
+}
+
+/// Acknowledged batches waiting for deletion.
+const ACK_QUEUE: usize = 4096;
+/// Most ids one delete takes.
+const ACK_BATCH: usize = 2000;
+
+async fn delete_rows(pool: &PgPool, ids: &[i64]) {
+    // Primary key of outbox.
+    let deleted = sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
+        .bind(ids)
+        .execute(pool)
+        .await;
+    if let Err(err) = deleted {
+        tracing::warn!(error = %err, rows = ids.len(), "could not delete acknowledged outbox rows; the relay will replay them");
+    }
+}
+
+/// Deletes acknowledged rows, taking every ack queued meanwhile into one statement.
+async fn delete_acked(pool: PgPool, mut rx: mpsc::Receiver<Vec<i64>>) {
+    while let Some(mut ids) = rx.recv().await {
+        while ids.len() < ACK_BATCH {
+            match rx.try_recv() {
+                Ok(more) => ids.extend(more),
+                Err(_) => break,
+            }
+        }
+        delete_rows(&pool, &ids).await;
     }
 }
 
