@@ -1,5 +1,7 @@
 //! The SQL of dialogs: applying message events, reads (READ), receipts (DELIVERED), pages.
 
+use std::collections::BTreeMap;
+
 use oxigram_kit::to_updates::TO_UPDATES;
 use oxigram_outbox::{HandOff, NewRow, Outbox};
 use oxigram_proto::{
@@ -16,14 +18,18 @@ use uuid::Uuid;
 /// Most peers one receipt reports to; older gaps are left to later receipts.
 pub const MAX_RECEIPT_PEERS: i64 = 1000;
 
-/// Applies events once each (the inbox skips replays); returns how many were new.
-pub async fn apply(pool: &PgPool, mut events: Vec<(Uuid, UserEvent)>) -> Result<i32, sqlx::Error> {
-    // A fixed order keeps concurrent batches from deadlocking on the same rows.
-    events.sort_by_key(|(id, e)| (e.user_id, *id));
+/// Applies events once each (the inbox skips replays); returns how many were new. A batch
+/// costs the same few statements whatever its size: record the event ids, create missing
+/// dialogs, lock the touched ones in key order (so batches and reads never deadlock), record
+/// the incoming messages, and move each dialog's top message and unread count once.
+pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let ids: Vec<Uuid> = events.iter().map(|(id, _)| *id).collect();
     let fresh = oxigram_outbox::first_deliveries(&mut tx, &ids).await?;
     let applied = fresh.len() as i32;
+    // (owner, peer) → (top id, its date); incoming messages as (owner, peer, id, peer's id).
+    let mut tops: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    let mut incoming: Vec<(i64, i64, i64, i64)> = Vec::new();
     for (event_id, event) in events {
         if !fresh.contains(&event_id) {
             continue;
@@ -32,37 +38,95 @@ pub async fn apply(pool: &PgPool, mut events: Vec<(Uuid, UserEvent)>) -> Result<
             continue;
         };
         let Some(m) = new.message else { continue };
-        // Primary key of dialogs.
-        sqlx::query(
-            "INSERT INTO dialogs (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
-             VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN 0 ELSE 1 END)
-             ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
-                top_message_date = CASE WHEN EXCLUDED.top_message_id > dialogs.top_message_id
-                                   THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END,
-                top_message_id = GREATEST(dialogs.top_message_id, EXCLUDED.top_message_id),
-                unread_count = dialogs.unread_count
-                    + CASE WHEN $5 OR $3 <= dialogs.read_inbox_max_id THEN 0 ELSE 1 END",
-        )
-        .bind(event.user_id)
-        .bind(m.peer_user_id)
-        .bind(m.id)
-        .bind(m.date)
-        .bind(m.out)
-        .execute(&mut *tx)
-        .await?;
+        let top = tops
+            .entry((event.user_id, m.peer_user_id))
+            .or_insert((0, 0));
+        if m.id > top.0 {
+            *top = (m.id, m.date);
+        }
         if !m.out {
-            sqlx::query(
-                "INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            )
-            .bind(event.user_id)
-            .bind(m.peer_user_id)
-            .bind(m.id)
-            .bind(event.peer_box_id)
-            .execute(&mut *tx)
-            .await?;
+            incoming.push((event.user_id, m.peer_user_id, m.id, event.peer_box_id));
         }
     }
+    if tops.is_empty() {
+        tx.commit().await?;
+        return Ok(applied);
+    }
+    let (owners, peers): (Vec<i64>, Vec<i64>) = tops.keys().copied().unzip();
+    // Primary key of dialogs, for all three.
+    sqlx::query(
+        "INSERT INTO dialogs (owner_id, peer_user_id)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[]) ORDER BY 1, 2 ON CONFLICT DO NOTHING",
+    )
+    .bind(&owners)
+    .bind(&peers)
+    .execute(&mut *tx)
+    .await?;
+    let current: BTreeMap<(i64, i64), (i64, i64, i32)> = sqlx::query(
+        "SELECT d.owner_id, d.peer_user_id, d.top_message_id, d.read_inbox_max_id, d.unread_count
+         FROM dialogs d JOIN UNNEST($1::bigint[], $2::bigint[]) AS k(owner_id, peer_user_id)
+           ON d.owner_id = k.owner_id AND d.peer_user_id = k.peer_user_id
+         ORDER BY d.owner_id, d.peer_user_id FOR UPDATE OF d",
+    )
+    .bind(&owners)
+    .bind(&peers)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|r| {
+        Ok((
+            (r.try_get("owner_id")?, r.try_get("peer_user_id")?),
+            (
+                r.try_get("top_message_id")?,
+                r.try_get("read_inbox_max_id")?,
+                r.try_get("unread_count")?,
+            ),
+        ))
+    })
+    .collect::<Result<_, sqlx::Error>>()?;
+    // Primary key of dialog_incoming: a message already recorded does not count twice.
+    let new_incoming: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
+         ON CONFLICT DO NOTHING RETURNING owner_id, peer_user_id, box_id",
+    )
+    .bind(incoming.iter().map(|i| i.0).collect::<Vec<_>>())
+    .bind(incoming.iter().map(|i| i.1).collect::<Vec<_>>())
+    .bind(incoming.iter().map(|i| i.2).collect::<Vec<_>>())
+    .bind(incoming.iter().map(|i| i.3).collect::<Vec<_>>())
+    .fetch_all(&mut *tx)
+    .await?;
+    let (mut top_ids, mut top_dates, mut unread) = (vec![], vec![], vec![]);
+    for (key, (top_id, top_date)) in &tops {
+        let (was_top, read_max, was_unread) = current.get(key).copied().unwrap_or((0, 0, 0));
+        let added = new_incoming
+            .iter()
+            .filter(|(o, p, id)| (*o, *p) == *key && *id > read_max)
+            .count() as i32;
+        let (id, date) = if *top_id > was_top {
+            (*top_id, *top_date)
+        } else {
+            (was_top, -1)
+        };
+        top_ids.push(id);
+        top_dates.push(date);
+        unread.push(was_unread + added);
+    }
+    sqlx::query(
+        "UPDATE dialogs d SET top_message_id = n.top_id,
+            top_message_date = CASE WHEN n.top_date >= 0 THEN n.top_date ELSE d.top_message_date END,
+            unread_count = n.unread
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::int[])
+            AS n(owner_id, peer_user_id, top_id, top_date, unread)
+         WHERE d.owner_id = n.owner_id AND d.peer_user_id = n.peer_user_id",
+    )
+    .bind(&owners)
+    .bind(&peers)
+    .bind(&top_ids)
+    .bind(&top_dates)
+    .bind(&unread)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(applied)
 }
@@ -156,7 +220,16 @@ pub async fn read_history(
     auth_key_id: i64,
 ) -> Result<Option<Moved>, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    // Locks the reader's dialog (primary key): reads and new messages of it serialise here.
+    // Locks both sides of the dialog in key order (as apply does): reads and new messages of
+    // it serialise here and never deadlock.
+    sqlx::query(
+        "SELECT 1 FROM dialogs WHERE (owner_id, peer_user_id) IN (($1, $2), ($2, $1))
+         ORDER BY owner_id, peer_user_id FOR UPDATE",
+    )
+    .bind(owner)
+    .bind(peer)
+    .execute(&mut *tx)
+    .await?;
     let Some(row) = sqlx::query(
         "SELECT read_inbox_max_id, top_message_id FROM dialogs
          WHERE owner_id = $1 AND peer_user_id = $2 FOR UPDATE",
