@@ -47,7 +47,7 @@ use tonic::{
     transport::{Channel, Endpoint},
 };
 
-use crate::device::SignWithKey;
+use oxictl::device::SignWithKey;
 
 /// Deadline of every unary call.
 const RPC_DEADLINE: Duration = Duration::from_secs(5);

@@ -3,13 +3,12 @@
 //! driven from one shell.
 
 mod bench;
-mod device;
 
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use device::{Device, DeviceClient};
+use oxictl::device::{self, Device, DeviceClient};
 use oxigram_proto::{
     api::v1::{
         CreateAuthKeyRequest, GetDialogsRequest, GetDifferenceRequest, GetHistoryRequest,

@@ -2,6 +2,7 @@
 //! (apply only contiguous pts; fill gaps with getDifference).
 
 use anyhow::Context;
+use oxictl::device::SignWithKey;
 use oxigram_proto::{
     api::v1::{
         CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest, GetDifferenceRequest,
@@ -13,27 +14,14 @@ use oxigram_proto::{
     types::v1::{Message, User},
 };
 use tonic::{
-    Request, Status, Streaming,
-    metadata::{Ascii, MetadataValue},
-    service::{Interceptor, interceptor::InterceptedService},
+    Status, Streaming,
+    service::interceptor::InterceptedService,
     transport::{Channel, Endpoint},
 };
 
 use crate::LOGIN_CODE;
 
-#[derive(Clone)]
-pub struct Key(MetadataValue<Ascii>);
-
-impl Interceptor for Key {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        request
-            .metadata_mut()
-            .insert("x-oxigram-auth-key", self.0.clone());
-        Ok(request)
-    }
-}
-
-type Signed = InterceptedService<Channel, Key>;
+pub type Signed = InterceptedService<Channel, SignWithKey>;
 
 pub struct TestClient {
     channel: Signed,
@@ -51,12 +39,19 @@ impl TestClient {
             })
             .await?
             .into_inner();
-        let value = MetadataValue::try_from(format!("{}:{}", key.auth_key_id, key.secret))?;
         Ok(Self {
-            channel: InterceptedService::new(channel, Key(value)),
+            channel: InterceptedService::new(
+                channel,
+                SignWithKey::new(key.auth_key_id, &key.secret)?,
+            ),
             auth_key_id: key.auth_key_id,
             user: None,
         })
+    }
+
+    /// The signed channel, for clients of any service of the API.
+    pub fn channel(&self) -> Signed {
+        self.channel.clone()
     }
 
     pub fn auth(&self) -> AuthClient<Signed> {
