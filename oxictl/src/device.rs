@@ -73,24 +73,26 @@ impl Interceptor for SignWithKey {
     }
 }
 
-type Signed = InterceptedService<Channel, SignWithKey>;
+/// A channel to the gateway whose every call is signed with one auth key.
+pub type Signed = InterceptedService<Channel, SignWithKey>;
 
-pub struct DeviceClient {
-    pub device: Device,
+/// Clients of every service of the client API, over one signed channel.
+#[derive(Clone)]
+pub struct Api {
     channel: Signed,
 }
 
-impl DeviceClient {
-    pub async fn open(path: &Path) -> anyhow::Result<Self> {
-        let device = Device::load(path)?;
-        let channel = connect(&device.gateway).await?;
-        let key = MetadataValue::try_from(format!("{}:{}", device.auth_key_id, device.secret))?;
+impl Api {
+    pub fn new(channel: Channel, auth_key_id: i64, secret: &str) -> anyhow::Result<Self> {
         Ok(Self {
-            device,
-            channel: InterceptedService::new(channel, SignWithKey(key)),
+            channel: InterceptedService::new(channel, SignWithKey::new(auth_key_id, secret)?),
         })
     }
 
+    /// The signed channel itself, for any other client of the API.
+    pub fn channel(&self) -> Signed {
+        self.channel.clone()
+    }
     pub fn auth(&self) -> AuthClient<Signed> {
         AuthClient::new(self.channel.clone())
     }
@@ -105,5 +107,28 @@ impl DeviceClient {
     }
     pub fn dialogs(&self) -> DialogsClient<Signed> {
         DialogsClient::new(self.channel.clone())
+    }
+}
+
+/// A saved device and its signed clients.
+pub struct DeviceClient {
+    pub device: Device,
+    pub api: Api,
+}
+
+impl DeviceClient {
+    pub async fn open(path: &Path) -> anyhow::Result<Self> {
+        let device = Device::load(path)?;
+        let channel = connect(&device.gateway).await?;
+        let api = Api::new(channel, device.auth_key_id, &device.secret)?;
+        Ok(Self { device, api })
+    }
+}
+
+impl std::ops::Deref for DeviceClient {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.api
     }
 }

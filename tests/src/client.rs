@@ -2,31 +2,31 @@
 //! (apply only contiguous pts; fill gaps with getDifference).
 
 use anyhow::Context;
-use oxictl::device::SignWithKey;
+use oxictl::device::Api;
 use oxigram_proto::{
     api::v1::{
         CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest, GetDifferenceRequest,
         GetHistoryRequest, SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest,
         SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient,
-        dialogs_client::DialogsClient, messages_client::MessagesClient,
-        updates_client::UpdatesClient,
     },
     types::v1::{Message, User},
 };
-use tonic::{
-    Status, Streaming,
-    service::interceptor::InterceptedService,
-    transport::{Channel, Endpoint},
-};
+use tonic::{Status, Streaming, transport::Endpoint};
 
 use crate::LOGIN_CODE;
 
-pub type Signed = InterceptedService<Channel, SignWithKey>;
-
 pub struct TestClient {
-    channel: Signed,
+    api: Api,
     pub auth_key_id: i64,
     pub user: Option<User>,
+}
+
+impl std::ops::Deref for TestClient {
+    type Target = Api;
+
+    fn deref(&self) -> &Api {
+        &self.api
+    }
 }
 
 impl TestClient {
@@ -40,31 +40,10 @@ impl TestClient {
             .await?
             .into_inner();
         Ok(Self {
-            channel: InterceptedService::new(
-                channel,
-                SignWithKey::new(key.auth_key_id, &key.secret)?,
-            ),
+            api: Api::new(channel, key.auth_key_id, &key.secret)?,
             auth_key_id: key.auth_key_id,
             user: None,
         })
-    }
-
-    /// The signed channel, for clients of any service of the API.
-    pub fn channel(&self) -> Signed {
-        self.channel.clone()
-    }
-
-    pub fn auth(&self) -> AuthClient<Signed> {
-        AuthClient::new(self.channel.clone())
-    }
-    pub fn messages(&self) -> MessagesClient<Signed> {
-        MessagesClient::new(self.channel.clone())
-    }
-    pub fn updates(&self) -> UpdatesClient<Signed> {
-        UpdatesClient::new(self.channel.clone())
-    }
-    pub fn dialogs(&self) -> DialogsClient<Signed> {
-        DialogsClient::new(self.channel.clone())
     }
 
     pub fn user_id(&self) -> anyhow::Result<i64> {
