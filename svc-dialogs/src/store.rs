@@ -202,6 +202,41 @@ async fn enqueue(
     outbox.enqueue(tx, &rows).await
 }
 
+/// The sender-side watermarks of a dialog, which only ever move forward.
+enum Watermark {
+    ReadOutbox,
+    DeliveredOutbox,
+}
+
+/// Moves `owner`'s watermark in the dialog with `peer` up to `max_id`; `true` when it moved
+/// (primary key of dialogs).
+async fn advance(
+    tx: &mut PgConnection,
+    watermark: Watermark,
+    owner: i64,
+    peer: i64,
+    max_id: i64,
+) -> Result<bool, sqlx::Error> {
+    let sql = match watermark {
+        Watermark::ReadOutbox => {
+            "UPDATE dialogs SET read_outbox_max_id = $3
+             WHERE owner_id = $1 AND peer_user_id = $2 AND read_outbox_max_id < $3"
+        }
+        Watermark::DeliveredOutbox => {
+            "UPDATE dialogs SET delivered_outbox_max_id = $3
+             WHERE owner_id = $1 AND peer_user_id = $2 AND delivered_outbox_max_id < $3"
+        }
+    };
+    let moved = sqlx::query(sql)
+        .bind(owner)
+        .bind(peer)
+        .bind(max_id)
+        .execute(tx)
+        .await?
+        .rows_affected();
+    Ok(moved == 1)
+}
+
 /// What a read changed: the events to hand off now and their outbox rows.
 pub struct Moved {
     pub events: Vec<UserEvent>,
@@ -289,17 +324,7 @@ pub async fn read_history(
     )];
     // The sender's outbox watermark moves only when her messages were actually read.
     if let Some(peer_max) = peer_max.filter(|id| *id > 0 && peer != owner) {
-        let moved = sqlx::query(
-            "UPDATE dialogs SET read_outbox_max_id = $3
-             WHERE owner_id = $1 AND peer_user_id = $2 AND read_outbox_max_id < $3",
-        )
-        .bind(peer)
-        .bind(owner)
-        .bind(peer_max)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            == 1;
+        let moved = advance(&mut tx, Watermark::ReadOutbox, peer, owner, peer_max).await?;
         if moved {
             sqlx::query(
                 "INSERT INTO outbox_reads (owner_id, peer_user_id, max_id, read_at)
@@ -404,17 +429,7 @@ pub async fn received(
         .await?;
         for p in peers {
             let (peer, peer_max): (i64, i64) = (p.try_get("peer_user_id")?, p.try_get("peer_max")?);
-            let moved = sqlx::query(
-                "UPDATE dialogs SET delivered_outbox_max_id = $3
-                 WHERE owner_id = $1 AND peer_user_id = $2 AND delivered_outbox_max_id < $3",
-            )
-            .bind(peer)
-            .bind(owner)
-            .bind(peer_max)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
+            let moved = advance(&mut tx, Watermark::DeliveredOutbox, peer, owner, peer_max).await?;
             if moved {
                 events.push(event(
                     peer,
