@@ -100,8 +100,16 @@ pub async fn fresh_database(infra: &Infra) -> anyhow::Result<String> {
     Ok(format!("{base}/{name}"))
 }
 
+/// A free port below the kernel's ephemeral range, where Docker's port mappings and outgoing
+/// connections of concurrent tests take theirs, so a port picked now is still free at bind.
 fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    for _ in 0..200 {
+        let port = rand::random_range(20_000..32_000);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    anyhow::bail!("no free port in 20000..32000")
 }
 
 fn local_service(port: u16) -> ServiceAddr {
@@ -219,19 +227,43 @@ impl System {
     }
 
     pub async fn wait_serving(&self, target: Target) -> anyhow::Result<()> {
-        let never = CancellationToken::new();
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            oxigram_kit::wait_serving(target.name(), &self.addr(target).endpoint, &never),
-        )
-        .await
-        .with_context(|| {
+        let stop = CancellationToken::new();
+        let wait = oxigram_kit::wait_serving(target.name(), &self.addr(target).endpoint, &stop);
+        // A service that fails to start fails the wait at once, with its error.
+        let failed = async {
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(name) = self.stopped_service() {
+                    return name;
+                }
+            }
+        };
+        let waited = tokio::time::timeout(Duration::from_secs(60), async {
+            tokio::select! {
+                outcome = wait => outcome,
+                name = failed => Err(anyhow::anyhow!("service {name} stopped while starting (logs in {})", self.dir.display())),
+            }
+        })
+        .await;
+        waited.with_context(|| {
             format!(
                 "{} did not become SERVING (logs in {})",
                 target.name(),
                 self.dir.display()
             )
         })?
+    }
+
+    /// A service that has already stopped, if any.
+    fn stopped_service(&self) -> Option<&'static str> {
+        self.running.iter().find_map(|(target, running)| {
+            let stopped = match running {
+                Running::Task(_, task) => task.is_finished(),
+                // A process's exit shows in its log; the wait's timeout covers it.
+                Running::Process(_) => false,
+            };
+            stopped.then(|| target.name())
+        })
     }
 
     /// Starts one service (again).
