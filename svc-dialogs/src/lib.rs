@@ -44,11 +44,13 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();
+        let outbox_config = config.outbox.clone();
         let deps = vec![("updates", config.services.updates.endpoint.clone())];
         async move {
+            let prune = startup::prune_inbox(pool.clone(), &outbox_config, shutdown.clone());
             startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
                 .await?;
-            relay.run(shutdown).await;
+            tokio::join!(relay.run(shutdown), prune);
             anyhow::Ok(())
         }
     };

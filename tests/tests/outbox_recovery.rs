@@ -85,3 +85,32 @@ async fn updates_stopped_gracefully_in_one_process() -> anyhow::Result<()> {
 async fn updates_process_killed() -> anyhow::Result<()> {
     recovers(Mode::Processes).await
 }
+
+/// Receivers forget event ids past their retention, and keep the recent ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbox_prunes_only_past_retention() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let mut alice = system.device().await?;
+    alice.sign_up("15550151", "Alice").await?;
+    let mut bob = system.device().await?;
+    let bob_id = bob.sign_up("15550152", "Bob").await?.id;
+    alice.send(bob_id, 1, "remembered").await?;
+    let url = system.config.database_url.clone().unwrap_or_default();
+    let dialogs = oxigram_storage::connect_lazy(&url, "dialogs", 2)?;
+    let remembered = eventually(Duration::from_secs(15), "dialogs to receive", || async {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM inbox")
+            .fetch_one(&dialogs)
+            .await?;
+        Ok((n >= 2).then_some(n))
+    })
+    .await?;
+    let kept = oxigram_outbox::prune_inbox(&dialogs, Duration::from_secs(3600)).await?;
+    assert_eq!(kept, 0, "recent event ids stay");
+    let pruned = oxigram_outbox::prune_inbox(&dialogs, Duration::ZERO).await?;
+    assert_eq!(pruned as i64, remembered);
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM inbox")
+        .fetch_one(&dialogs)
+        .await?;
+    assert_eq!(left, 0);
+    Ok(())
+}

@@ -68,6 +68,8 @@ pub struct OutboxConfig {
     pub backoff_max_ms: u64,
     /// How long the relay leaves a fresh row to the producer's own post-commit hand-off.
     pub fast_path_grace_ms: u64,
+    /// How long a receiver remembers event ids it got (far beyond the relay's last retry).
+    pub inbox_retention_hours: u64,
 }
 
 impl Default for OutboxConfig {
@@ -80,6 +82,7 @@ impl Default for OutboxConfig {
             backoff_base_ms: 100,
             backoff_max_ms: 30_000,
             fast_path_grace_ms: 2_000,
+            inbox_retention_hours: 168,
         }
     }
 }

@@ -46,3 +46,18 @@ pub fn relay_config(c: &OutboxConfig) -> RelayConfig {
         c.fast_path_grace_ms,
     )
 }
+
+/// Prunes the service's inbox hourly, keeping `inbox_retention_hours` of event ids.
+pub fn prune_inbox(
+    pool: PgPool,
+    c: &OutboxConfig,
+    shutdown: CancellationToken,
+) -> futures::future::BoxFuture<'static, ()> {
+    let keep = std::time::Duration::from_secs(c.inbox_retention_hours * 3600);
+    Box::pin(oxigram_outbox::prune_inbox_forever(
+        pool,
+        keep,
+        std::time::Duration::from_secs(3600),
+        shutdown,
+    ))
+}

@@ -14,6 +14,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use sqlx::{PgConnection, PgPool, migrate::Migrator};
 use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
@@ -176,6 +177,44 @@ impl Outbox {
             .bind(destination)
             .fetch_one(&self.pool)
             .await
+    }
+}
+
+/// Most inbox entries one prune deletes.
+const PRUNE_BATCH: i64 = 10_000;
+
+/// Forgets received event ids older than `keep` (index inbox_received); returns how many.
+pub async fn prune_inbox(pool: &PgPool, keep: Duration) -> Result<u64, sqlx::Error> {
+    let deleted = sqlx::query(
+        "DELETE FROM inbox WHERE event_id IN (
+            SELECT event_id FROM inbox WHERE received_at < now() - $1 * interval '1 second'
+            ORDER BY received_at LIMIT $2)",
+    )
+    .bind(keep.as_secs() as i64)
+    .bind(PRUNE_BATCH)
+    .execute(pool)
+    .await?;
+    Ok(deleted.rows_affected())
+}
+
+/// Prunes the inbox every `every` until `shutdown`.
+pub async fn prune_inbox_forever(
+    pool: PgPool,
+    keep: Duration,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        // A full batch means more is due: go again at once.
+        while let Ok(n) = prune_inbox(&pool, keep).await {
+            if n < PRUNE_BATCH as u64 || shutdown.is_cancelled() {
+                break;
+            }
+        }
     }
 }
 
