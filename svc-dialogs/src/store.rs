@@ -143,6 +143,7 @@ pub async fn page(
                 read_outbox_max_id, unread_count, delivered_outbox_max_id
          FROM dialogs
          WHERE owner_id = $1 AND (top_message_date, top_message_id, peer_user_id) < ($2, $3, $4)
+           AND top_message_id > 0
          ORDER BY top_message_date DESC, top_message_id DESC, peer_user_id DESC
          LIMIT $5",
     )
@@ -209,7 +210,8 @@ enum Watermark {
 }
 
 /// Moves `owner`'s watermark in the dialog with `peer` up to `max_id`; `true` when it moved
-/// (primary key of dialogs).
+/// (primary key of dialogs). The dialog row is created when the owner's own new-message
+/// events have not been applied yet, so a read or receipt that overtakes them is kept.
 async fn advance(
     tx: &mut PgConnection,
     watermark: Watermark,
@@ -219,12 +221,14 @@ async fn advance(
 ) -> Result<bool, sqlx::Error> {
     let sql = match watermark {
         Watermark::ReadOutbox => {
-            "UPDATE dialogs SET read_outbox_max_id = $3
-             WHERE owner_id = $1 AND peer_user_id = $2 AND read_outbox_max_id < $3"
+            "INSERT INTO dialogs (owner_id, peer_user_id, read_outbox_max_id) VALUES ($1, $2, $3)
+             ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET read_outbox_max_id = $3
+             WHERE dialogs.read_outbox_max_id < $3"
         }
         Watermark::DeliveredOutbox => {
-            "UPDATE dialogs SET delivered_outbox_max_id = $3
-             WHERE owner_id = $1 AND peer_user_id = $2 AND delivered_outbox_max_id < $3"
+            "INSERT INTO dialogs (owner_id, peer_user_id, delivered_outbox_max_id) VALUES ($1, $2, $3)
+             ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET delivered_outbox_max_id = $3
+             WHERE dialogs.delivered_outbox_max_id < $3"
         }
     };
     let moved = sqlx::query(sql)

@@ -262,11 +262,18 @@ async fn offline_device_converges() -> anyhow::Result<()> {
     let server =
         oxigram_tests::eventually(Duration::from_secs(15), "dialogs to settle", || async {
             let page = bob_phone.dialogs_page().await?;
+            // Dialogs apply events asynchronously: wait until they hold every message the
+            // tablet has, then compare everything.
             let outbox_moved = page
                 .dialogs
                 .iter()
                 .any(|d| d.peer_user_id == alice_id && d.read_outbox_max_id > 0);
-            Ok(outbox_moved.then_some(page))
+            let caught_up = page.dialogs.iter().all(|d| {
+                views
+                    .get(&d.peer_user_id)
+                    .is_some_and(|v| v.top == d.top_message_id)
+            });
+            Ok((outbox_moved && caught_up).then_some(page))
         })
         .await?;
     for d in &server.dialogs {
