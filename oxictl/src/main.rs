@@ -188,7 +188,10 @@ async fn main() -> anyhow::Result<()> {
                 .await;
             let auth = match signed_in {
                 Ok(a) => a.into_inner(),
-                Err(s) if oxigram_errors_code(&s) == Some("PHONE_NUMBER_UNOCCUPIED") => {
+                Err(s)
+                    if oxigram_errors::code_of(&s).as_deref()
+                        == Some("PHONE_NUMBER_UNOCCUPIED") =>
+                {
                     // A new phone: the same code signs up.
                     c.auth()
                         .sign_up(SignUpRequest {
@@ -358,12 +361,6 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn oxigram_errors_code(s: &tonic::Status) -> Option<&str> {
-    s.metadata()
-        .get("x-oxigram-error")
-        .and_then(|v| v.to_str().ok())
 }
 
 /// A user id from a phone number (`+…` or digits with a leading `p:`) or a plain id.

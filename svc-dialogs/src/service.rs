@@ -1,6 +1,6 @@
 //! The Dialogs gRPC service.
 
-use oxigram_errors::{Error, ErrorCode};
+use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::to_updates::ToUpdates;
 use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::{
@@ -35,10 +35,6 @@ impl DialogsService {
     }
 }
 
-fn fail(code: ErrorCode, detail: &str) -> Status {
-    Error::new(code, detail).into()
-}
-
 #[tonic::async_trait]
 impl Dialogs for DialogsService {
     async fn apply_events(
@@ -47,14 +43,14 @@ impl Dialogs for DialogsService {
     ) -> Result<Response<ApplyEventsResponse>, Status> {
         let events = request.into_inner().events;
         if events.len() > MAX_EVENTS {
-            return Err(fail(ErrorCode::LimitInvalid, "too many events"));
+            return Err(status(ErrorCode::LimitInvalid, "too many events"));
         }
         let events = events
             .into_iter()
             .map(|e| {
                 Uuid::parse_str(&e.event_id)
                     .map(|id| (id, e))
-                    .map_err(|_| fail(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))
+                    .map_err(|_| status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let applied = store::apply(&self.pool, events)
@@ -68,18 +64,9 @@ impl Dialogs for DialogsService {
         request: Request<GetDialogsRequest>,
     ) -> Result<Response<GetDialogsResponse>, Status> {
         let r = request.into_inner();
-        let limit = match r.limit {
-            0 => 20,
-            l if (1..=MAX_DIALOGS_LIMIT).contains(&l) => l,
-            _ => {
-                return Err(fail(
-                    ErrorCode::LimitInvalid,
-                    "limit must be within 1..=100",
-                ));
-            }
-        };
+        let limit = oxigram_errors::page_limit(r.limit, 20, MAX_DIALOGS_LIMIT)?;
         if r.offset_date < 0 || r.offset_id < 0 || r.offset_peer_user_id < 0 {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::OffsetInvalid,
                 "offsets must not be negative",
             ));
@@ -101,7 +88,7 @@ impl Dialogs for DialogsService {
     ) -> Result<Response<ReadHistoryResponse>, Status> {
         let r = request.into_inner();
         if r.max_id < 0 {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::MessageIdInvalid,
                 "max_id must not be negative",
             ));
@@ -142,7 +129,7 @@ impl Dialogs for DialogsService {
         let date = store::outbox_read_date(&self.pool, r.owner_id, r.peer_user_id, r.msg_id)
             .await
             .map_err(Error::from)?
-            .ok_or_else(|| fail(ErrorCode::MessageNotReadYet, "the peer has not read it yet"))?;
+            .ok_or_else(|| status(ErrorCode::MessageNotReadYet, "the peer has not read it yet"))?;
         Ok(Response::new(GetOutboxReadDateResponse { date }))
     }
 
@@ -152,7 +139,7 @@ impl Dialogs for DialogsService {
     ) -> Result<Response<ReceivedMessagesResponse>, Status> {
         let r = request.into_inner();
         if r.max_id < 0 {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::MessageIdInvalid,
                 "max_id must not be negative",
             ));

@@ -96,13 +96,17 @@ pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32,
     .bind(incoming.iter().map(|i| i.3).collect::<Vec<_>>())
     .fetch_all(&mut *tx)
     .await?;
+    let mut arrived: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
+    for (owner, peer, id) in new_incoming {
+        arrived.entry((owner, peer)).or_default().push(id);
+    }
     let (mut top_ids, mut top_dates, mut unread) = (vec![], vec![], vec![]);
     for (key, (top_id, top_date)) in &tops {
         let (was_top, read_max, was_unread) = current.get(key).copied().unwrap_or((0, 0, 0));
-        let added = new_incoming
-            .iter()
-            .filter(|(o, p, id)| (*o, *p) == *key && *id > read_max)
-            .count() as i32;
+        let added = arrived
+            .get(key)
+            .map_or(0, |ids| ids.iter().filter(|id| **id > read_max).count())
+            as i32;
         let (id, date) = if *top_id > was_top {
             (*top_id, *top_date)
         } else {

@@ -1,6 +1,6 @@
 //! The Media gRPC service.
 
-use oxigram_errors::{Error, ErrorCode};
+use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_proto::internal::v1::{
     CompleteUploadRequest, FileChunk, FileInfo, GetFileRequest, SaveFilePartRequest,
     SaveFilePartResponse, media_server::Media,
@@ -28,10 +28,6 @@ impl<B: BlobStore> MediaService<B> {
     }
 }
 
-fn fail(code: ErrorCode, detail: &str) -> Status {
-    Error::new(code, detail).into()
-}
-
 fn io(err: std::io::Error) -> Status {
     Error::internal(err).into()
 }
@@ -48,22 +44,25 @@ impl<B: BlobStore> Media for MediaService<B> {
     ) -> Result<Response<SaveFilePartResponse>, Status> {
         let r = request.into_inner();
         if r.file_id == 0 {
-            return Err(fail(ErrorCode::FileIdInvalid, "file_id must not be 0"));
+            return Err(status(ErrorCode::FileIdInvalid, "file_id must not be 0"));
         }
         if !(0..MAX_PARTS).contains(&r.part) {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::FilePartInvalid,
                 "part must be within 0..4000",
             ));
         }
         if r.bytes.is_empty() {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::FilePartInvalid,
                 "a part has at least one byte",
             ));
         }
         if r.bytes.len() > MAX_PART_BYTES {
-            return Err(fail(ErrorCode::FilePartTooBig, "a part is at most 512 KiB"));
+            return Err(status(
+                ErrorCode::FilePartTooBig,
+                "a part is at most 512 KiB",
+            ));
         }
         self.blobs
             .put(&part_key(r.owner_id, r.file_id, r.part), &r.bytes)
@@ -90,7 +89,7 @@ impl<B: BlobStore> Media for MediaService<B> {
     ) -> Result<Response<FileInfo>, Status> {
         let r = request.into_inner();
         if !(1..=MAX_PARTS).contains(&r.parts) {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::FilePartsInvalid,
                 "parts must be within 1..=4000",
             ));
@@ -107,7 +106,7 @@ impl<B: BlobStore> Media for MediaService<B> {
         if stored.len() != r.parts as usize
             || stored.iter().enumerate().any(|(i, p)| *p != i as i32)
         {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::FilePartMissing,
                 "not every part 0..parts was uploaded",
             ));
@@ -182,13 +181,13 @@ impl<B: BlobStore> Media for MediaService<B> {
     ) -> Result<Response<FileChunk>, Status> {
         let r = request.into_inner();
         if r.offset < 0 {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::OffsetInvalid,
                 "offset must not be negative",
             ));
         }
         if !(1..=MAX_CHUNK_BYTES).contains(&r.limit) {
-            return Err(fail(
+            return Err(status(
                 ErrorCode::LimitInvalid,
                 "limit must be within 1..=1048576",
             ));
@@ -203,7 +202,7 @@ impl<B: BlobStore> Media for MediaService<B> {
         .fetch_optional(&self.pool)
         .await
         .map_err(Error::from)?
-        .ok_or_else(|| fail(ErrorCode::FileIdInvalid, "no such file"))?;
+        .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file"))?;
         let sha256: String = row.try_get("sha256").map_err(Error::from)?;
         let size: i64 = row.try_get("size").map_err(Error::from)?;
         let bytes = if r.offset >= size {

@@ -1,7 +1,7 @@
 //! The Messages gRPC service: validation at the boundary, the send transaction, the fast-path
 //! hand-off to svc-updates, and the owner-view reads.
 
-use oxigram_errors::{Error, ErrorCode};
+use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::to_updates::ToUpdates;
 use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::{
@@ -42,10 +42,6 @@ impl MessagesService {
     }
 }
 
-fn fail(code: ErrorCode, detail: &str) -> Status {
-    Error::new(code, detail).into()
-}
-
 /// What makes two sends "the same request" for the idempotency key.
 fn request_hash(r: &SendMessageRequest) -> Vec<u8> {
     let mut h = Sha256::new();
@@ -58,28 +54,34 @@ fn request_hash(r: &SendMessageRequest) -> Vec<u8> {
 
 fn validate(r: &SendMessageRequest) -> Result<(), Status> {
     if r.sender_id <= 0 {
-        return Err(fail(ErrorCode::UserIdInvalid, "sender_id must be positive"));
+        return Err(status(
+            ErrorCode::UserIdInvalid,
+            "sender_id must be positive",
+        ));
     }
     if r.peer_user_id <= 0 {
-        return Err(fail(
+        return Err(status(
             ErrorCode::PeerIdInvalid,
             "peer_user_id must be positive",
         ));
     }
     if r.random_id == 0 {
-        return Err(fail(ErrorCode::RandomIdInvalid, "random_id must not be 0"));
+        return Err(status(
+            ErrorCode::RandomIdInvalid,
+            "random_id must not be 0",
+        ));
     }
     if r.text.trim().is_empty() {
-        return Err(fail(ErrorCode::MessageEmpty, "the message has no text"));
+        return Err(status(ErrorCode::MessageEmpty, "the message has no text"));
     }
     if r.text.chars().count() > MAX_TEXT_CODE_POINTS {
-        return Err(fail(
+        return Err(status(
             ErrorCode::MessageTooLong,
             "the text is longer than 4096 characters",
         ));
     }
     if r.reply_to_msg_id < 0 {
-        return Err(fail(
+        return Err(status(
             ErrorCode::MessageIdInvalid,
             "reply_to_msg_id must not be negative",
         ));
@@ -117,13 +119,13 @@ impl Messages for MessagesService {
             } => (message, updates_events, updates_rows),
             SendOutcome::Replayed { message, event } => (message, vec![event], vec![]),
             SendOutcome::KeyReused => {
-                return Err(fail(
+                return Err(status(
                     ErrorCode::RandomIdDuplicate,
                     "random_id was already used for a different message",
                 ));
             }
             SendOutcome::ReplyInvalid => {
-                return Err(fail(
+                return Err(status(
                     ErrorCode::ReplyMessageIdInvalid,
                     "reply_to_msg_id names no message of this chat",
                 ));
@@ -160,7 +162,7 @@ impl Messages for MessagesService {
     ) -> Result<Response<MessageList>, Status> {
         let r = request.into_inner();
         if r.ids.len() > MAX_IDS {
-            return Err(fail(ErrorCode::LimitInvalid, "at most 200 ids"));
+            return Err(status(ErrorCode::LimitInvalid, "at most 200 ids"));
         }
         let messages = store::by_ids(&self.pool, r.owner_id, &r.ids)
             .await
@@ -174,7 +176,7 @@ impl Messages for MessagesService {
     ) -> Result<Response<BlockResponse>, Status> {
         let r = request.into_inner();
         if r.user_id <= 0 || r.user_id == r.owner_id {
-            return Err(fail(ErrorCode::PeerIdInvalid, "cannot block this user"));
+            return Err(status(ErrorCode::PeerIdInvalid, "cannot block this user"));
         }
         store::set_blocked(&self.pool, r.owner_id, r.user_id, true)
             .await
@@ -188,7 +190,7 @@ impl Messages for MessagesService {
     ) -> Result<Response<BlockResponse>, Status> {
         let r = request.into_inner();
         if r.user_id <= 0 {
-            return Err(fail(ErrorCode::PeerIdInvalid, "cannot unblock this user"));
+            return Err(status(ErrorCode::PeerIdInvalid, "cannot unblock this user"));
         }
         store::set_blocked(&self.pool, r.owner_id, r.user_id, false)
             .await
@@ -201,16 +203,7 @@ impl Messages for MessagesService {
         request: Request<GetBlockedRequest>,
     ) -> Result<Response<GetBlockedResponse>, Status> {
         let r = request.into_inner();
-        let limit = match r.limit {
-            0 => 20,
-            l if (1..=MAX_BLOCKED_LIMIT).contains(&l) => l,
-            _ => {
-                return Err(fail(
-                    ErrorCode::LimitInvalid,
-                    "limit must be within 1..=100",
-                ));
-            }
-        };
+        let limit = oxigram_errors::page_limit(r.limit, 20, MAX_BLOCKED_LIMIT)?;
         let user_ids = store::blocked(&self.pool, r.owner_id, r.offset_user_id.max(0), limit)
             .await
             .map_err(Error::from)?;
@@ -221,10 +214,13 @@ impl Messages for MessagesService {
 /// Checks and clamps a history request: limit 1..=100 (0 = 20), add_offset to [-100, 100].
 fn history_window(r: &GetHistoryRequest) -> Result<HistoryWindow, Status> {
     if r.limit < 0 {
-        return Err(fail(ErrorCode::LimitInvalid, "limit must not be negative"));
+        return Err(status(
+            ErrorCode::LimitInvalid,
+            "limit must not be negative",
+        ));
     }
     if r.offset_id < 0 || r.offset_date < 0 || r.max_id < 0 || r.min_id < 0 {
-        return Err(fail(
+        return Err(status(
             ErrorCode::OffsetInvalid,
             "offsets and bounds must not be negative",
         ));

@@ -1,6 +1,6 @@
 //! The update log's SQL: assigning pts under the user's row lock, and reading slices back.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use oxigram_outbox::{HandOff, NewRow, Outbox};
 use oxigram_proto::{
@@ -130,7 +130,8 @@ pub async fn append(
         // Retention, in steps of a tenth of it so the trim is rare and batched.
         let step = (retain as i32 / 10).max(1);
         let (mut moved_users, mut moved_pts, mut moved_trimmed) = (vec![], vec![], vec![]);
-        for (&user, &(pts, trimmed)) in state.iter().filter(|(u, _)| log.users.contains(u)) {
+        let moved: BTreeSet<i64> = log.users.iter().copied().collect();
+        for (&user, &(pts, trimmed)) in state.iter().filter(|(u, _)| moved.contains(u)) {
             let keep_from = pts - retain as i32;
             let trimmed = if keep_from - trimmed > step {
                 sqlx::query("DELETE FROM update_log WHERE user_id = $1 AND pts <= $2")

@@ -1,6 +1,6 @@
 //! The Updates gRPC service and the outbox destination that hands push jobs to svc-dispatch.
 
-use oxigram_errors::{Error, ErrorCode};
+use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::GrpcChannel;
 use oxigram_outbox::{Destination, Outbox, OutboxMessage};
 use oxigram_proto::{
@@ -42,10 +42,6 @@ impl UpdatesService {
     }
 }
 
-fn invalid(code: ErrorCode, detail: &str) -> Status {
-    Error::new(code, detail).into()
-}
-
 #[tonic::async_trait]
 impl Updates for UpdatesService {
     async fn append(
@@ -54,7 +50,7 @@ impl Updates for UpdatesService {
     ) -> Result<Response<AppendResponse>, Status> {
         let events = request.into_inner().events;
         if events.len() > MAX_APPEND_BATCH {
-            return Err(invalid(
+            return Err(status(
                 ErrorCode::LimitInvalid,
                 "too many events in one append",
             ));
@@ -63,15 +59,12 @@ impl Updates for UpdatesService {
         let mut valid = Vec::with_capacity(events.len());
         for event in events {
             let event_id = Uuid::parse_str(&event.event_id)
-                .map_err(|_| invalid(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))?;
+                .map_err(|_| status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))?;
             if event.user_id <= 0 {
-                return Err(invalid(
-                    ErrorCode::UserIdInvalid,
-                    "user_id must be positive",
-                ));
+                return Err(status(ErrorCode::UserIdInvalid, "user_id must be positive"));
             }
             if !(1..=1000).contains(&event.pts_count) {
-                return Err(invalid(
+                return Err(status(
                     ErrorCode::PtsInvalid,
                     "pts_count must be within 1..=1000",
                 ));
@@ -82,7 +75,7 @@ impl Updates for UpdatesService {
                 .and_then(|u| u.kind.as_ref())
                 .is_none()
             {
-                return Err(invalid(ErrorCode::PtsInvalid, "event carries no update"));
+                return Err(status(ErrorCode::PtsInvalid, "event carries no update"));
             }
             valid.push(ValidEvent {
                 event_id,
@@ -110,18 +103,10 @@ impl Updates for UpdatesService {
     ) -> Result<Response<GetDifferenceResponse>, Status> {
         let req = request.into_inner();
         if req.pts < 0 {
-            return Err(invalid(ErrorCode::PtsInvalid, "pts must not be negative"));
+            return Err(status(ErrorCode::PtsInvalid, "pts must not be negative"));
         }
-        let limit = match req.limit {
-            0 => DEFAULT_DIFFERENCE_LIMIT,
-            l if (1..=MAX_DIFFERENCE_LIMIT).contains(&l) => l,
-            _ => {
-                return Err(invalid(
-                    ErrorCode::LimitInvalid,
-                    "limit must be within 1..=1000",
-                ));
-            }
-        };
+        let limit =
+            oxigram_errors::page_limit(req.limit, DEFAULT_DIFFERENCE_LIMIT, MAX_DIFFERENCE_LIMIT)?;
         let (state, trimmed) = log::state(&self.pool, req.user_id)
             .await
             .map_err(Error::from)?;

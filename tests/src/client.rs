@@ -7,9 +7,9 @@ use oxigram_proto::{
     api::v1::{
         CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest, GetDifferenceRequest,
         GetHistoryRequest, SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest,
-        SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient,
+        SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient, stream_event,
     },
-    types::v1::{Message, User},
+    types::v1::{Message, PtsUpdate, User, update},
 };
 use tonic::{Status, Streaming, transport::Endpoint};
 
@@ -177,10 +177,33 @@ impl TestClient {
 }
 
 /// The stable error code of a status.
-pub fn code(status: &Status) -> Option<String> {
-    status
-        .metadata()
-        .get("x-oxigram-error")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+pub use oxigram_errors::code_of as code;
+
+/// The next update on a device's stream, within 15 s.
+pub async fn next_update(stream: &mut Streaming<StreamEvent>) -> anyhow::Result<PtsUpdate> {
+    let event = tokio::time::timeout(std::time::Duration::from_secs(15), stream.message())
+        .await
+        .context("no update on the stream within 15 s")??
+        .context("the stream ended")?;
+    match event.kind {
+        Some(stream_event::Kind::Update(u)) => Ok(u),
+        other => anyhow::bail!("expected an update, got {other:?}"),
+    }
+}
+
+/// Skips updates until `pick` takes one.
+pub async fn next_update_where<T>(
+    stream: &mut Streaming<StreamEvent>,
+    pick: impl Fn(update::Kind) -> Option<T>,
+) -> anyhow::Result<T> {
+    loop {
+        if let Some(picked) = next_update(stream)
+            .await?
+            .update
+            .and_then(|u| u.kind)
+            .and_then(&pick)
+        {
+            return Ok(picked);
+        }
+    }
 }

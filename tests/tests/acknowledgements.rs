@@ -5,22 +5,10 @@ use std::{collections::BTreeMap, time::Duration};
 
 use anyhow::Context;
 use oxigram_proto::{
-    api::v1::{AckRequest, GetDeviceStateRequest, ReadHistoryRequest, StreamEvent, stream_event},
+    api::v1::{AckRequest, GetDeviceStateRequest, ReadHistoryRequest},
     types::v1::{PtsUpdate, update},
 };
-use oxigram_tests::{Mode, System, TestClient};
-use tonic::Streaming;
-
-async fn next_update(stream: &mut Streaming<StreamEvent>) -> anyhow::Result<PtsUpdate> {
-    let event = tokio::time::timeout(Duration::from_secs(15), stream.message())
-        .await
-        .context("no update within 15 s")??
-        .context("the stream ended")?;
-    match event.kind {
-        Some(stream_event::Kind::Update(u)) => Ok(u),
-        other => anyhow::bail!("expected an update, got {other:?}"),
-    }
-}
+use oxigram_tests::{Mode, System, TestClient, client::next_update};
 
 fn message_id(u: &PtsUpdate) -> Option<i64> {
     match u.update.as_ref()?.kind.as_ref()? {

@@ -6,21 +6,8 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use oxigram_proto::{api::v1::stream_event, types::v1::update};
-use oxigram_tests::{Mode, System, eventually};
-
-async fn next_update(
-    stream: &mut tonic::Streaming<oxigram_proto::api::v1::StreamEvent>,
-) -> anyhow::Result<oxigram_proto::types::v1::PtsUpdate> {
-    let event = tokio::time::timeout(Duration::from_secs(15), stream.message())
-        .await
-        .context("no update on the stream within 15 s")??
-        .context("the stream ended")?;
-    match event.kind {
-        Some(stream_event::Kind::Update(u)) => Ok(u),
-        other => anyhow::bail!("expected an update, got {other:?}"),
-    }
-}
+use oxigram_proto::types::v1::update;
+use oxigram_tests::{Mode, System, client::next_update, eventually};
 
 fn text_of(u: &oxigram_proto::types::v1::PtsUpdate) -> Option<(i64, String, bool)> {
     match u.update.as_ref()?.kind.as_ref()? {

@@ -11,7 +11,11 @@ use oxigram_proto::api::v1::{
     SignInRequest, SignUpRequest, stream_event,
 };
 use oxigram_proto::types::v1::update;
-use oxigram_tests::{Mode, System, TestClient, client::code, eventually};
+use oxigram_tests::{
+    Mode, System, TestClient,
+    client::{code, next_update_where},
+    eventually,
+};
 
 fn expect_code<T: std::fmt::Debug>(result: Result<T, tonic::Status>, expected: &str) {
     match result {
@@ -456,31 +460,21 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     assert_eq!(lower.pts_count, 0, "never backwards");
 
     // The laptop skips the five message updates and gets the inbox read.
-    let inbox = loop {
-        let e = tokio::time::timeout(Duration::from_secs(15), laptop_stream.message())
-            .await??
-            .context("stream ended")?;
-        if let Some(stream_event::Kind::Update(u)) = e.kind
-            && let Some(update::Kind::ReadHistoryInbox(r)) = u.update.and_then(|u| u.kind)
-        {
-            break r;
-        }
-    };
+    let inbox = next_update_where(&mut laptop_stream, |k| match k {
+        update::Kind::ReadHistoryInbox(r) => Some(r),
+        _ => None,
+    })
+    .await?;
     assert_eq!(
         (inbox.peer_user_id, inbox.max_id, inbox.still_unread_count),
         (alice_id, 3, 2)
     );
     // Alice learns it in her own ids: her second message.
-    let outbox = loop {
-        let e = tokio::time::timeout(Duration::from_secs(15), alice_stream.message())
-            .await??
-            .context("stream ended")?;
-        if let Some(stream_event::Kind::Update(u)) = e.kind
-            && let Some(update::Kind::ReadHistoryOutbox(r)) = u.update.and_then(|u| u.kind)
-        {
-            break r;
-        }
-    };
+    let outbox = next_update_where(&mut alice_stream, |k| match k {
+        update::Kind::ReadHistoryOutbox(r) => Some(r),
+        _ => None,
+    })
+    .await?;
     assert_eq!((outbox.peer_user_id, outbox.max_id), (bob_id, 2));
     let dialog = dialog_with(&alice, bob_id).await?.context("dialog")?;
     assert_eq!(dialog.read_outbox_max_id, 2);

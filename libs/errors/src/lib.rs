@@ -180,6 +180,23 @@ pub fn forward(status: Status) -> Status {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The status of a request refused with `code`.
+pub fn status(code: ErrorCode, detail: &str) -> Status {
+    Error::new(code, detail).into()
+}
+
+/// A page size: `default` for 0, `requested` when within `1..=max`, else `LIMIT_INVALID`.
+pub fn page_limit(requested: i32, default: i32, max: i32) -> Result<i32, Status> {
+    match requested {
+        0 => Ok(default),
+        l if (1..=max).contains(&l) => Ok(l),
+        _ => Err(status(
+            ErrorCode::LimitInvalid,
+            &format!("limit must be within 1..={max}"),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +207,18 @@ mod tests {
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert_eq!(code_of(&status).as_deref(), Some("FLOOD_WAIT_30"));
         assert!(status.message().starts_with("FLOOD_WAIT_30: "));
+    }
+
+    #[test]
+    fn page_limits() {
+        assert_eq!(page_limit(0, 20, 100).ok(), Some(20));
+        assert_eq!(page_limit(100, 20, 100).ok(), Some(100));
+        let too_big = page_limit(101, 20, 100).err();
+        assert_eq!(
+            too_big.as_ref().and_then(code_of).as_deref(),
+            Some("LIMIT_INVALID")
+        );
+        assert!(page_limit(-1, 20, 100).is_err());
     }
 
     #[test]

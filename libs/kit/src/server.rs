@@ -60,10 +60,6 @@ impl GrpcServer {
         })
     }
 
-    pub fn local_addr(&self) -> anyhow::Result<SocketAddr> {
-        Ok(self.listener.local_addr()?)
-    }
-
     pub fn readiness(&self) -> Readiness {
         self.readiness.clone()
     }

@@ -170,14 +170,6 @@ impl Outbox {
             notify,
         )
     }
-
-    /// Rows still waiting for `destination` (tests and health reports).
-    pub async fn pending(&self, destination: &str) -> Result<i64, sqlx::Error> {
-        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE destination = $1 AND status = 0")
-            .bind(destination)
-            .fetch_one(&self.pool)
-            .await
-    }
 }
 
 /// Most inbox entries one prune deletes.

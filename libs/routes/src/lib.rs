@@ -9,7 +9,7 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use redis::{AsyncCommands, aio::ConnectionManager};
+use redis::aio::ConnectionManager;
 use tokio::sync::Mutex;
 
 /// One online device of a user.
@@ -109,13 +109,6 @@ impl Routes {
             .invoke_async::<i64>(&mut conn)
             .await?;
         Ok(())
-    }
-
-    /// The online devices of a user.
-    pub async fn lookup(&self, user_id: i64) -> redis::RedisResult<Vec<Route>> {
-        let mut conn = self.connection().await?;
-        let entries: HashMap<i64, String> = conn.hgetall(self.key(user_id)).await?;
-        Ok(parse(entries))
     }
 
     /// The online devices of several users, in one pipelined round trip.

@@ -10,10 +10,7 @@ pub(super) fn req<T>(message: T) -> Request<T> {
 
 /// The stable error code of a status, or its gRPC code when it carries none.
 pub(super) fn error_code(s: &Status) -> String {
-    s.metadata()
-        .get("x-oxigram-error")
-        .and_then(|v| v.to_str().ok())
-        .map_or_else(|| format!("GRPC_{:?}", s.code()), str::to_owned)
+    oxigram_errors::code_of(s).unwrap_or_else(|| format!("GRPC_{:?}", s.code()))
 }
 
 /// A unary call bounded by the deadline; the error is a stable code (or TIMEOUT).
