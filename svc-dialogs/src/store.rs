@@ -19,9 +19,9 @@ use uuid::Uuid;
 pub const MAX_RECEIPT_PEERS: i64 = 1000;
 
 /// Applies events once each (the inbox skips replays); returns how many were new. A batch
-/// costs the same few statements whatever its size: record the event ids, create missing
-/// dialogs, lock the touched ones in key order (so batches and reads never deadlock), record
-/// the incoming messages, and move each dialog's top message and unread count once.
+/// costs the same four statements whatever its size: record the event ids; create the missing
+/// dialogs and lock all touched ones in key order (so batches and reads never deadlock); record
+/// the incoming messages; move each dialog's top message and unread count once.
 pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let ids: Vec<Uuid> = events.iter().map(|(id, _)| *id).collect();
@@ -53,20 +53,13 @@ pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32,
         return Ok(applied);
     }
     let (owners, peers): (Vec<i64>, Vec<i64>) = tops.keys().copied().unzip();
-    // Primary key of dialogs, for all three.
-    sqlx::query(
-        "INSERT INTO dialogs (owner_id, peer_user_id)
-         SELECT * FROM UNNEST($1::bigint[], $2::bigint[]) ORDER BY 1, 2 ON CONFLICT DO NOTHING",
-    )
-    .bind(&owners)
-    .bind(&peers)
-    .execute(&mut *tx)
-    .await?;
+    // Creates the missing dialogs and locks all of them in key order, returning their state,
+    // in one upsert (primary key of dialogs: an index probe per key, whatever the table's size).
     let current: BTreeMap<(i64, i64), (i64, i64, i32)> = sqlx::query(
-        "SELECT d.owner_id, d.peer_user_id, d.top_message_id, d.read_inbox_max_id, d.unread_count
-         FROM dialogs d JOIN UNNEST($1::bigint[], $2::bigint[]) AS k(owner_id, peer_user_id)
-           ON d.owner_id = k.owner_id AND d.peer_user_id = k.peer_user_id
-         ORDER BY d.owner_id, d.peer_user_id FOR UPDATE OF d",
+        "INSERT INTO dialogs (owner_id, peer_user_id)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[]) ORDER BY 1, 2
+         ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET unread_count = dialogs.unread_count
+         RETURNING owner_id, peer_user_id, top_message_id, read_inbox_max_id, unread_count",
     )
     .bind(&owners)
     .bind(&peers)
@@ -116,13 +109,16 @@ pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32,
         top_dates.push(date);
         unread.push(was_unread + added);
     }
+    // The dialogs are locked and exist: the upsert always takes its update arm, found by the
+    // primary key (an UPDATE … FROM UNNEST would hash-join a scan of every partition).
     sqlx::query(
-        "UPDATE dialogs d SET top_message_id = n.top_id,
-            top_message_date = CASE WHEN n.top_date >= 0 THEN n.top_date ELSE d.top_message_date END,
-            unread_count = n.unread
-         FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::int[])
-            AS n(owner_id, peer_user_id, top_id, top_date, unread)
-         WHERE d.owner_id = n.owner_id AND d.peer_user_id = n.peer_user_id",
+        "INSERT INTO dialogs (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::int[])
+         ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
+            top_message_id = EXCLUDED.top_message_id,
+            top_message_date = CASE WHEN EXCLUDED.top_message_date >= 0
+                THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END,
+            unread_count = EXCLUDED.unread_count",
     )
     .bind(&owners)
     .bind(&peers)

@@ -1,7 +1,7 @@
 //! svc-dispatch: the push outbox. `Enqueue` stores push jobs durably (deduplicated by event
-//! id); the relay claims them in batches, resolves the users' online devices from the route
-//! table, groups the jobs by gateway instance and pushes each group in one call, retrying with
-//! backoff. A device that is offline simply gets nothing: getDifference is its catch-up path.
+//! id) and pushes them right after commit; the relay claims whatever that missed, in batches.
+//! A push resolves the users' online devices from the route table, groups the jobs by gateway
+//! instance and pushes each group in one call; failures retry with backoff. A device that is offline simply gets nothing: getDifference is its catch-up path.
 
 mod push;
 mod service;
@@ -9,7 +9,7 @@ mod service;
 use std::{sync::Arc, time::Duration};
 
 use oxigram_kit::{Config, GrpcServer, startup};
-use oxigram_outbox::Outbox;
+use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::internal::v1::dispatch_server::DispatchServer;
 use oxigram_routes::{RedisHandle, Routes};
 use tokio_util::sync::CancellationToken;
@@ -40,8 +40,10 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &config.redis_key_prefix,
         Duration::from_secs(config.gateway.route_ttl_secs),
     );
-    let service = DispatchService::new(pool.clone(), outbox.clone());
-    let relay = outbox.relay(push::ToGateways::new(routes, config.rpc_timeout()));
+    let to_gateways = Arc::new(push::ToGateways::new(routes, config.rpc_timeout()));
+    let fast_path = FastPath::start(outbox.clone(), to_gateways.clone());
+    let service = DispatchService::new(pool.clone(), outbox.clone(), fast_path);
+    let relay = outbox.relay(to_gateways);
     let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();

@@ -1,7 +1,7 @@
 //! The Dispatch gRPC service: the idempotent receiver of push jobs.
 
 use oxigram_errors::{Error, ErrorCode};
-use oxigram_outbox::{HandOff, NewRow, Outbox};
+use oxigram_outbox::{FastPath, HandOff, NewRow, Outbox};
 use oxigram_proto::internal::v1::{EnqueueRequest, EnqueueResponse, dispatch_server::Dispatch};
 use prost::Message as _;
 use sqlx::PgPool;
@@ -16,11 +16,16 @@ pub const MAX_JOBS: usize = 1000;
 pub struct DispatchService {
     pool: PgPool,
     outbox: Outbox,
+    to_gateways: FastPath,
 }
 
 impl DispatchService {
-    pub fn new(pool: PgPool, outbox: Outbox) -> Self {
-        Self { pool, outbox }
+    pub fn new(pool: PgPool, outbox: Outbox, to_gateways: FastPath) -> Self {
+        Self {
+            pool,
+            outbox,
+            to_gateways,
+        }
     }
 }
 
@@ -52,15 +57,17 @@ impl Dispatch for DispatchService {
         let rows: Vec<NewRow> = parsed
             .into_iter()
             .filter(|(id, _)| fresh.contains(id))
-            .map(|(id, job)| NewRow::new(TO_GATEWAYS, id, job.encode_to_vec(), HandOff::Relay))
+            .map(|(id, job)| NewRow::new(TO_GATEWAYS, id, job.encode_to_vec(), HandOff::FastPath))
             .collect();
-        self.outbox
+        let ids = self
+            .outbox
             .enqueue(&mut tx, &rows)
             .await
             .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
-        self.outbox.wake(TO_GATEWAYS);
         let accepted = rows.len() as i32;
+        // Stored: the push goes out now, beside the answer; the relay covers a failure.
+        self.to_gateways.hand_off(ids, rows);
         Ok(Response::new(EnqueueResponse { accepted }))
     }
 }

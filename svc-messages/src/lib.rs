@@ -1,10 +1,13 @@
 //! svc-messages: private messages, owner-view message boxes and idempotency keys.
 //!
 //! A send is one local transaction: the idempotency key, a box id for each owner, the shared
-//! body, the boxes, and one outbox event per owner for svc-updates and for svc-dialogs.
-//! Commit is PERSISTED. Right after commit the events go to svc-updates directly (the fast
-//! path, so the response can carry the sender's pts); the relays deliver whatever is left.
+//! body, the boxes, and one outbox event per owner for svc-updates and for svc-dialogs; the
+//! sends that arrive together share that transaction (group commit). Commit is PERSISTED.
+//! Right after commit the events go to svc-updates directly (the fast path, so the response
+//! can carry the sender's pts), and to svc-dialogs beside the answer; the relays deliver
+//! whatever is left.
 
+mod group_commit;
 mod handoff;
 mod service;
 mod store;
@@ -12,7 +15,7 @@ mod store;
 use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
-use oxigram_outbox::Outbox;
+use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::internal::v1::messages_server::MessagesServer;
 use tokio_util::sync::CancellationToken;
 
@@ -42,11 +45,18 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);
-    let to_dialogs = handoff::ToDialogs::new(oxigram_kit::channel(
+    let to_dialogs = Arc::new(handoff::ToDialogs::new(oxigram_kit::channel(
         &config.services.dialogs.endpoint,
         config.rpc_timeout(),
-    )?);
-    let service = MessagesService::new(pool.clone(), outbox.clone(), to_updates.clone());
+    )?));
+    let group = group_commit::GroupCommit::start(
+        pool.clone(),
+        outbox.clone(),
+        to_updates.clone(),
+        FastPath::start(outbox.clone(), to_dialogs.clone()),
+        config.messages.send_workers,
+    );
+    let service = MessagesService::new(pool.clone(), group);
     let updates_relay = outbox.relay(to_updates);
     let dialogs_relay = outbox.relay(to_dialogs);
     let readiness = server.readiness();

@@ -1,9 +1,7 @@
-//! The Messages gRPC service: validation at the boundary, the send transaction, the fast-path
-//! hand-off to svc-updates, and the owner-view reads.
+//! The Messages gRPC service: validation at the boundary, sends through the group commit, and
+//! the owner-view reads.
 
 use oxigram_errors::{Error, ErrorCode, status};
-use oxigram_kit::to_updates::ToUpdates;
-use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::{
     BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
     GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
@@ -13,7 +11,10 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 
-use crate::store::{self, HistoryWindow, NewMessage, SendOutcome};
+use crate::{
+    group_commit::GroupCommit,
+    store::{self, HistoryWindow, NewMessage},
+};
 
 /// Longest text, in Unicode code points.
 pub const MAX_TEXT_CODE_POINTS: usize = 4096;
@@ -28,17 +29,12 @@ pub const MAX_BLOCKED_LIMIT: i32 = 100;
 
 pub struct MessagesService {
     pool: PgPool,
-    outbox: Outbox,
-    to_updates: ToUpdates,
+    group: GroupCommit,
 }
 
 impl MessagesService {
-    pub fn new(pool: PgPool, outbox: Outbox, to_updates: ToUpdates) -> Self {
-        Self {
-            pool,
-            outbox,
-            to_updates,
-        }
+    pub fn new(pool: PgPool, group: GroupCommit) -> Self {
+        Self { pool, group }
     }
 }
 
@@ -107,41 +103,9 @@ impl Messages for MessagesService {
             silent: r.silent,
             noforwards: r.noforwards,
             auth_key_id: r.auth_key_id,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
-        let (message, events, rows) = match store::send(&self.pool, &self.outbox, &new)
-            .await
-            .map_err(Error::from)?
-        {
-            SendOutcome::Sent {
-                message,
-                updates_events,
-                updates_rows,
-            } => (message, updates_events, updates_rows),
-            SendOutcome::Replayed { message, event } => (message, vec![event], vec![]),
-            SendOutcome::KeyReused => {
-                return Err(status(
-                    ErrorCode::RandomIdDuplicate,
-                    "random_id was already used for a different message",
-                ));
-            }
-            SendOutcome::ReplyInvalid => {
-                return Err(status(
-                    ErrorCode::ReplyMessageIdInvalid,
-                    "reply_to_msg_id names no message of this chat",
-                ));
-            }
-        };
-        // PERSISTED. The fast path: hand the events to svc-updates now; on failure the relay
-        // will, and the client learns its pts from getDifference.
-        let (pts, pts_count) = self
-            .to_updates
-            .fast_path(&self.outbox, events, &rows, new.sender_id)
-            .await;
-        Ok(Response::new(SendMessageResponse {
-            message: Some(message),
-            pts,
-            pts_count,
-        }))
+        Ok(Response::new(self.group.send(new).await?))
     }
 
     async fn get_history(

@@ -18,15 +18,18 @@ pub struct NewMessage {
     pub noforwards: bool,
     pub auth_key_id: i64,
     pub request_hash: Vec<u8>,
+    /// The trace of the request: the events continue it.
+    pub traceparent: Option<String>,
 }
 
 /// What a send transaction did.
 pub enum SendOutcome {
-    /// A new message: the sender's view, the events written, and their outbox rows for updates.
+    /// A new message: the sender's view, the events written, and their outbox rows.
     Sent {
         message: Message,
         updates_events: Vec<UserEvent>,
         updates_rows: Vec<i64>,
+        dialogs: ForDialogs,
     },
     /// The key was used before with the same request: the original message, unchanged.
     Replayed { message: Message, event: UserEvent },
@@ -182,24 +185,7 @@ pub async fn send(
             .unwrap_or(0),
         _ => 0,
     };
-    let views: Vec<Message> = box_ids
-        .iter()
-        .map(|&(owner, box_id)| {
-            let out = owner == m.sender_id;
-            Message {
-                id: box_id,
-                peer_user_id: if out { m.peer_user_id } else { m.sender_id },
-                from_user_id: m.sender_id,
-                out,
-                date: now,
-                text: m.text.clone(),
-                reply_to_msg_id: if out { reply_box } else { recipient_reply },
-                silent: m.silent,
-                noforwards: m.noforwards,
-                edit_date: 0,
-            }
-        })
-        .collect();
+    let views = owner_views(m, &box_ids, now, reply_box, recipient_reply);
 
     // The body, the key's body id and every box, in one statement.
     let body_id: i64 = sqlx::query_scalar(
@@ -231,7 +217,308 @@ pub async fn send(
     .fetch_one(&mut *tx)
     .await?;
 
-    let mut sender_message = None;
+    let Composed {
+        sender_message,
+        updates_events,
+        mut rows,
+        to_updates,
+    } = compose(m, body_id, &box_ids, views);
+    let mut updates_rows = outbox.enqueue(&mut tx, &rows).await?;
+    tx.commit().await?;
+    let dialogs = ForDialogs {
+        ids: updates_rows.split_off(to_updates),
+        rows: rows.split_off(to_updates),
+    };
+    Ok(SendOutcome::Sent {
+        message: sender_message,
+        updates_events,
+        updates_rows,
+        dialogs,
+    })
+}
+
+/// The outbox rows for svc-dialogs a send committed (ids and rows), for the fast path.
+#[derive(Default)]
+pub struct ForDialogs {
+    pub ids: Vec<i64>,
+    pub rows: Vec<NewRow>,
+}
+
+/// What one send of a group commit became.
+pub enum GroupOutcome {
+    Sent {
+        message: Message,
+        updates_events: Vec<UserEvent>,
+        updates_rows: Vec<i64>,
+        dialogs: ForDialogs,
+    },
+    /// Not for the shared transaction: its key was used before (a replay, or a reuse) or is
+    /// repeated within the group, or it replies to a message. [`send`] takes it on its own.
+    Alone,
+}
+
+/// Group commit: many sends in one transaction of four statements, whatever their number:
+/// claim every key, each with a fresh body id, and see who blocked whom (primary keys of
+/// idempotency_keys and blocks); take each owner's box ids at once (primary key of
+/// box_sequences, owners ascending); write the bodies and the boxes; write the outbox rows.
+///
+/// Keys are claimed in ascending order and owners locked in ascending order, as [`send`]
+/// does, so groups and single sends never deadlock on each other.
+pub async fn send_many(
+    pool: &PgPool,
+    outbox: &Outbox,
+    sends: &[NewMessage],
+) -> Result<Vec<GroupOutcome>, sqlx::Error> {
+    let mut outcomes: Vec<GroupOutcome> = sends.iter().map(|_| GroupOutcome::Alone).collect();
+    // The first send of each key with no reply joins; the rest go alone.
+    let mut keys = std::collections::HashSet::new();
+    let joining: Vec<usize> = (0..sends.len())
+        .filter(|&i| {
+            let m = &sends[i];
+            m.reply_to_msg_id == 0 && keys.insert((m.sender_id, m.random_id))
+        })
+        .collect();
+    if joining.is_empty() {
+        return Ok(outcomes);
+    }
+    let column = |f: &dyn Fn(&NewMessage) -> i64| {
+        joining.iter().map(|&i| f(&sends[i])).collect::<Vec<i64>>()
+    };
+    let mut tx = pool.begin().await?;
+    let claims: Vec<(i64, bool, bool)> = sqlx::query_as(
+        "WITH s AS MATERIALIZED (
+            SELECT u.*, nextval('message_bodies_id_seq') AS body_id
+            FROM UNNEST($1::bigint[], $2::bigint[], $3::bytea[], $4::bigint[]) WITH ORDINALITY
+                AS u(sender_id, random_id, request_hash, peer_user_id, n)
+         ), claim AS (
+            INSERT INTO idempotency_keys (sender_id, random_id, request_hash, body_id)
+            SELECT sender_id, random_id, request_hash, body_id FROM s ORDER BY sender_id, random_id
+            ON CONFLICT (sender_id, random_id) DO NOTHING
+            RETURNING sender_id, random_id
+         )
+         SELECT s.body_id,
+                EXISTS (SELECT 1 FROM claim c
+                        WHERE c.sender_id = s.sender_id AND c.random_id = s.random_id),
+                EXISTS (SELECT 1 FROM blocks b
+                        WHERE b.owner_id = s.peer_user_id AND b.blocked_user_id = s.sender_id)
+         FROM s ORDER BY s.n",
+    )
+    .bind(column(&|m| m.sender_id))
+    .bind(column(&|m| m.random_id))
+    .bind(
+        joining
+            .iter()
+            .map(|&i| sends[i].request_hash.as_slice())
+            .collect::<Vec<_>>(),
+    )
+    .bind(column(&|m| m.peer_user_id))
+    .fetch_all(&mut *tx)
+    .await?;
+    // (index into sends, body id, owners in ascending order)
+    let mut claimed: Vec<(usize, i64, Vec<i64>)> = Vec::with_capacity(claims.len());
+    for (&i, (body_id, is_new, blocked)) in joining.iter().zip(claims) {
+        if !is_new {
+            continue;
+        }
+        let m = &sends[i];
+        let mut owners = vec![m.sender_id];
+        if m.peer_user_id != m.sender_id && !blocked {
+            owners.push(m.peer_user_id);
+            owners.sort_unstable();
+        }
+        claimed.push((i, body_id, owners));
+    }
+    if claimed.is_empty() {
+        tx.commit().await?;
+        return Ok(outcomes);
+    }
+    // Each owner's new box ids, handed out in group order.
+    let mut wanted: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
+    for (_, _, owners) in &claimed {
+        for o in owners {
+            *wanted.entry(*o).or_default() += 1;
+        }
+    }
+    let (owners, counts): (Vec<i64>, Vec<i64>) = wanted.into_iter().unzip();
+    let lasts: Vec<(i64, i64)> = sqlx::query_as(
+        "INSERT INTO box_sequences (owner_id, last_box_id)
+         SELECT * FROM UNNEST($1::bigint[], $2::bigint[]) ORDER BY 1
+         ON CONFLICT (owner_id) DO UPDATE
+            SET last_box_id = box_sequences.last_box_id + EXCLUDED.last_box_id
+         RETURNING owner_id, last_box_id",
+    )
+    .bind(&owners)
+    .bind(&counts)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut next: std::collections::HashMap<i64, i64> = lasts
+        .into_iter()
+        .zip(&counts)
+        .map(|((owner, last), count)| (owner, last - count + 1))
+        .collect();
+    let now = chrono::Utc::now().timestamp();
+    let mut bodies = BodyColumns::default();
+    let mut boxes = BoxColumns::default();
+    let mut composed = Vec::with_capacity(claimed.len());
+    for (i, body_id, owners) in claimed {
+        let m = &sends[i];
+        let mut box_ids = Vec::with_capacity(owners.len());
+        for owner in owners {
+            let slot = next.get_mut(&owner).ok_or_else(|| {
+                sqlx::Error::Protocol(format!("no box id was handed out for owner {owner}"))
+            })?;
+            box_ids.push((owner, *slot));
+            *slot += 1;
+        }
+        let views = owner_views(m, &box_ids, now, 0, 0);
+        bodies.push(body_id, m, now);
+        for v in &views {
+            boxes.push(v, m, body_id);
+        }
+        composed.push((i, compose(m, body_id, &box_ids, views)));
+    }
+    // Bodies and boxes; the keys already name their body.
+    sqlx::query(
+        "WITH body AS (
+            INSERT INTO message_bodies (id, sender_id, text, date, silent, noforwards)
+            SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[], $6::bool[])
+         )
+         INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, date)
+         SELECT * FROM UNNEST($7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])",
+    )
+    .bind(&bodies.ids)
+    .bind(&bodies.senders)
+    .bind(&bodies.texts)
+    .bind(&bodies.dates)
+    .bind(&bodies.silent)
+    .bind(&bodies.noforwards)
+    .bind(&boxes.owners)
+    .bind(&boxes.ids)
+    .bind(&boxes.peers)
+    .bind(&boxes.bodies)
+    .bind(&boxes.out)
+    .bind(&boxes.dates)
+    .execute(&mut *tx)
+    .await?;
+    let mut rows = Vec::with_capacity(composed.len() * 4);
+    let mut counts = Vec::with_capacity(composed.len());
+    for (_, c) in &mut composed {
+        counts.push(c.rows.len());
+        rows.append(&mut c.rows);
+    }
+    let mut ids = outbox.enqueue(&mut tx, &rows).await?.into_iter();
+    tx.commit().await?;
+    let mut rows = rows.into_iter();
+    for ((i, c), count) in composed.into_iter().zip(counts) {
+        let mut updates_rows: Vec<i64> = ids.by_ref().take(count).collect();
+        let mut mine: Vec<NewRow> = rows.by_ref().take(count).collect();
+        let dialogs = ForDialogs {
+            ids: updates_rows.split_off(c.to_updates),
+            rows: mine.split_off(c.to_updates),
+        };
+        outcomes[i] = GroupOutcome::Sent {
+            message: c.sender_message,
+            updates_events: c.updates_events,
+            updates_rows,
+            dialogs,
+        };
+    }
+    Ok(outcomes)
+}
+
+/// The message_bodies rows of a group, as columns.
+#[derive(Default)]
+struct BodyColumns {
+    ids: Vec<i64>,
+    senders: Vec<i64>,
+    texts: Vec<String>,
+    dates: Vec<i64>,
+    silent: Vec<bool>,
+    noforwards: Vec<bool>,
+}
+
+impl BodyColumns {
+    fn push(&mut self, id: i64, m: &NewMessage, date: i64) {
+        self.ids.push(id);
+        self.senders.push(m.sender_id);
+        self.texts.push(m.text.clone());
+        self.dates.push(date);
+        self.silent.push(m.silent);
+        self.noforwards.push(m.noforwards);
+    }
+}
+
+/// The message_boxes rows of a group, as columns.
+#[derive(Default)]
+struct BoxColumns {
+    owners: Vec<i64>,
+    ids: Vec<i64>,
+    peers: Vec<i64>,
+    bodies: Vec<i64>,
+    out: Vec<bool>,
+    dates: Vec<i64>,
+}
+
+impl BoxColumns {
+    fn push(&mut self, view: &Message, m: &NewMessage, body_id: i64) {
+        self.owners.push(if view.out {
+            m.sender_id
+        } else {
+            m.peer_user_id
+        });
+        self.ids.push(view.id);
+        self.peers.push(view.peer_user_id);
+        self.bodies.push(body_id);
+        self.out.push(view.out);
+        self.dates.push(view.date);
+    }
+}
+
+/// Each owner's view of a new message, in `box_ids` order (owners ascending).
+pub(crate) fn owner_views(
+    m: &NewMessage,
+    box_ids: &[(i64, i64)],
+    now: i64,
+    reply_box: i64,
+    recipient_reply: i64,
+) -> Vec<Message> {
+    box_ids
+        .iter()
+        .map(|&(owner, box_id)| {
+            let out = owner == m.sender_id;
+            Message {
+                id: box_id,
+                peer_user_id: if out { m.peer_user_id } else { m.sender_id },
+                from_user_id: m.sender_id,
+                out,
+                date: now,
+                text: m.text.clone(),
+                reply_to_msg_id: if out { reply_box } else { recipient_reply },
+                silent: m.silent,
+                noforwards: m.noforwards,
+                edit_date: 0,
+            }
+        })
+        .collect()
+}
+
+/// What a new message hands on: one event per owner, written for svc-updates and for
+/// svc-dialogs (both by the fast path), in the trace of the request that sent it.
+pub(crate) struct Composed {
+    pub sender_message: Message,
+    pub updates_events: Vec<UserEvent>,
+    /// svc-updates' rows first, then svc-dialogs'.
+    pub rows: Vec<NewRow>,
+    pub to_updates: usize,
+}
+
+pub(crate) fn compose(
+    m: &NewMessage,
+    body_id: i64,
+    box_ids: &[(i64, i64)],
+    views: Vec<Message>,
+) -> Composed {
+    let mut sender_message = Message::default();
     let mut updates_events = Vec::with_capacity(views.len());
     let mut rows = Vec::with_capacity(views.len() * 2);
     let mut dialogs_rows = Vec::with_capacity(views.len());
@@ -246,27 +533,29 @@ pub async fn send(
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
         let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
-        let (id, payload) = (new_message_event_id(body_id, owner), event.encode_to_vec());
-        dialogs_rows.push(NewRow::new(TO_DIALOGS, id, payload.clone(), HandOff::Relay));
-        rows.push(NewRow::new(TO_UPDATES, id, payload, HandOff::FastPath));
+        let (event_id, payload) = (new_message_event_id(body_id, owner), event.encode_to_vec());
+        let row = |destination, payload, hand_off| NewRow {
+            destination,
+            event_id,
+            payload,
+            hand_off,
+            traceparent: m.traceparent.clone(),
+        };
+        dialogs_rows.push(row(TO_DIALOGS, payload.clone(), HandOff::FastPath));
+        rows.push(row(TO_UPDATES, payload, HandOff::FastPath));
         updates_events.push(event);
         if view.out {
-            sender_message = Some(view);
+            sender_message = view;
         }
     }
-    // One insert for both destinations; the ids come back in order, updates' rows first.
     let to_updates = rows.len();
     rows.extend(dialogs_rows);
-    let mut updates_rows = outbox.enqueue(&mut tx, &rows).await?;
-    updates_rows.truncate(to_updates);
-    tx.commit().await?;
-    outbox.wake(TO_DIALOGS);
-    let message = sender_message.ok_or_else(|| sqlx::Error::Protocol("no sender box".into()))?;
-    Ok(SendOutcome::Sent {
-        message,
+    Composed {
+        sender_message,
         updates_events,
-        updates_rows,
-    })
+        rows,
+        to_updates,
+    }
 }
 
 /// Blocks (`true`) or unblocks a user; idempotent.

@@ -1,14 +1,13 @@
 //! Group commit of appends: appends that arrive while a transaction runs wait for the next one
 //! and share it, so a burst of sends costs a few transactions instead of one each. There is
-//! no added delay: a lone append starts its transaction at once. A few workers take turns
-//! draining the queue; their batches lock users in ascending id order, so they never deadlock.
+//! no added delay: a lone append starts its transaction at once. Users are split among a few
+//! workers by id, so two transactions never wait on each other's user rows; an append that
+//! spans workers waits for each of its parts.
 
-use std::sync::Arc;
-
-use oxigram_outbox::Outbox;
+use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::internal::v1::Appended;
 use sqlx::PgPool;
-use tokio::sync::{Mutex, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::log::{self, ValidEvent};
@@ -25,37 +24,87 @@ struct Job {
 
 #[derive(Clone)]
 pub struct Batcher {
-    queue: mpsc::Sender<Job>,
+    /// One queue per worker; a user's events always go to the same one.
+    queues: Vec<mpsc::Sender<Job>>,
 }
 
 impl Batcher {
     /// Starts `workers` transaction runners.
-    pub fn start(pool: PgPool, outbox: Outbox, retain: u32, workers: usize) -> Self {
-        let (queue, rx) = mpsc::channel(QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..workers.max(1) {
-            tokio::spawn(run(rx.clone(), pool.clone(), outbox.clone(), retain));
-        }
-        Self { queue }
+    pub fn start(
+        pool: PgPool,
+        outbox: Outbox,
+        to_dispatch: FastPath,
+        retain: u32,
+        workers: usize,
+    ) -> Self {
+        let queues = (0..workers.max(1))
+            .map(|_| {
+                let (queue, rx) = mpsc::channel(QUEUE);
+                let log = Log {
+                    pool: pool.clone(),
+                    outbox: outbox.clone(),
+                    to_dispatch: to_dispatch.clone(),
+                    retain,
+                };
+                tokio::spawn(run(rx, log));
+                queue
+            })
+            .collect();
+        Self { queues }
     }
 
-    /// Appends `events` in the next shared transaction; returns their pts in input order.
+    /// Appends `events` in the next shared transactions; returns their pts in input order.
     pub async fn append(&self, events: Vec<ValidEvent>) -> Result<Vec<Appended>, String> {
-        let (reply, answer) = oneshot::channel();
-        self.queue
-            .send(Job { events, reply })
-            .await
-            .map_err(|_| "the append queue is closed".to_owned())?;
-        answer
-            .await
-            .map_err(|_| "the append worker stopped".to_owned())?
+        let n = self.queues.len();
+        // (worker, the input positions it takes, their events)
+        let mut parts: Vec<(Vec<usize>, Vec<ValidEvent>)> =
+            (0..n).map(|_| (vec![], vec![])).collect();
+        for (at, e) in events.into_iter().enumerate() {
+            let part = &mut parts[e.event.user_id.rem_euclid(n as i64) as usize];
+            part.0.push(at);
+            part.1.push(e);
+        }
+        let mut answers = Vec::new();
+        for ((positions, events), queue) in parts.into_iter().zip(&self.queues) {
+            if events.is_empty() {
+                continue;
+            }
+            let (reply, answer) = oneshot::channel();
+            queue
+                .send(Job { events, reply })
+                .await
+                .map_err(|_| "the append queue is closed".to_owned())?;
+            answers.push((positions, answer));
+        }
+        let mut out: Vec<Option<Appended>> = Vec::new();
+        for (positions, answer) in answers {
+            let appended = answer
+                .await
+                .map_err(|_| "the append worker stopped".to_owned())??;
+            for (at, a) in positions.into_iter().zip(appended) {
+                if out.len() <= at {
+                    out.resize(at + 1, None);
+                }
+                out[at] = Some(a);
+            }
+        }
+        out.into_iter()
+            .map(|a| a.ok_or_else(|| "an append worker answered short".to_owned()))
+            .collect()
     }
 }
 
-async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, pool: PgPool, outbox: Outbox, retain: u32) {
+/// What a worker writes with and hands its push jobs to.
+struct Log {
+    pool: PgPool,
+    outbox: Outbox,
+    to_dispatch: FastPath,
+    retain: u32,
+}
+
+async fn run(mut rx: mpsc::Receiver<Job>, log: Log) {
     loop {
         let jobs = {
-            let mut rx = rx.lock().await;
             let Some(first) = rx.recv().await else { return };
             let mut size = first.events.len();
             let mut jobs = vec![first];
@@ -83,11 +132,17 @@ async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, pool: PgPool, outbox: Outbox, 
             &span,
             events.iter().filter_map(|e| e.traceparent.as_deref()),
         );
-        let outcome = log::append(&pool, &outbox, events, retain)
+        let outcome = log::append(&log.pool, &log.outbox, events, log.retain)
             .instrument(span)
             .await;
         match outcome {
-            Ok(appended) => {
+            Ok(log::Written {
+                appended,
+                job_ids,
+                jobs,
+            }) => {
+                // Committed: the push jobs go to svc-dispatch now; the relay covers a failure.
+                log.to_dispatch.hand_off(job_ids, jobs);
                 let mut appended = appended.into_iter();
                 for (reply, n) in replies.into_iter().zip(counts) {
                     let _ = reply.send(Ok(appended.by_ref().take(n).collect()));

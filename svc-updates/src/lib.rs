@@ -12,7 +12,7 @@ mod service;
 use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
-use oxigram_outbox::Outbox;
+use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::internal::v1::updates_server::UpdatesServer;
 use tokio_util::sync::CancellationToken;
 
@@ -38,13 +38,15 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &[TO_DISPATCH],
     );
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
+    let to_dispatch = Arc::new(service::ToDispatch::new(dispatch));
     let service = UpdatesService::new(
         pool.clone(),
         outbox.clone(),
+        FastPath::start(outbox.clone(), to_dispatch.clone()),
         config.updates.retain_per_user,
         config.updates.append_workers,
     );
-    let relay = outbox.relay(service::ToDispatch::new(dispatch));
+    let relay = outbox.relay(to_dispatch);
     let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();

@@ -21,8 +21,15 @@ pub struct ValidEvent {
     pub traceparent: Option<String>,
 }
 
-/// Appends events, assigning pts per user; events already logged keep their pts.
-/// Returns one `Appended` per input event, in input order. Five statements whatever the batch:
+/// What one append wrote: one `Appended` per input event, in input order, and the push jobs
+/// it stored for svc-dispatch (their outbox ids and rows, for the fast path).
+pub struct Written {
+    pub appended: Vec<Appended>,
+    pub job_ids: Vec<i64>,
+    pub jobs: Vec<NewRow>,
+}
+
+/// Appends events, assigning pts per user; events already logged keep their pts. Five statements whatever the batch:
 /// lock every user's state row (ascending ids, so concurrent batches never deadlock), find
 /// the events already logged, insert the new ones, move the users' pts, write the push jobs.
 pub async fn append(
@@ -30,7 +37,7 @@ pub async fn append(
     outbox: &Outbox,
     events: Vec<ValidEvent>,
     retain: u32,
-) -> Result<Vec<Appended>, sqlx::Error> {
+) -> Result<Written, sqlx::Error> {
     let mut users: Vec<i64> = events.iter().map(|e| e.event.user_id).collect();
     users.sort_unstable();
     users.dedup();
@@ -54,11 +61,15 @@ pub async fn append(
     .collect::<Result<_, sqlx::Error>>()?;
     let (event_users, event_ids): (Vec<i64>, Vec<Uuid>) =
         events.iter().map(|e| (e.event.user_id, e.event_id)).unzip();
-    // Index update_log_event.
+    // Index update_log_event, probed once per event: the LIMIT keeps the lateral subquery a
+    // nested loop, where a plain join planned while the log was small stays a hash join over
+    // a scan of every partition.
     let mut known: HashMap<(i64, Uuid), (i32, i32)> = sqlx::query(
-        "SELECT l.user_id, l.event_id, l.pts, l.pts_count
+        "SELECT e.user_id, e.event_id, l.pts, l.pts_count
          FROM UNNEST($1::bigint[], $2::uuid[]) AS e(user_id, event_id)
-         JOIN update_log l ON l.user_id = e.user_id AND l.event_id = e.event_id",
+         CROSS JOIN LATERAL (
+            SELECT pts, pts_count FROM update_log
+            WHERE user_id = e.user_id AND event_id = e.event_id LIMIT 1) l",
     )
     .bind(&event_users)
     .bind(&event_ids)
@@ -74,6 +85,7 @@ pub async fn append(
     .collect::<Result<_, sqlx::Error>>()?;
 
     let mut log = NewRows::default();
+    let mut job_ids = Vec::new();
     let mut jobs = Vec::new();
     let mut results = Vec::with_capacity(events.len());
     for e in &events {
@@ -99,7 +111,7 @@ pub async fn append(
                 };
                 jobs.push(NewRow {
                     destination: TO_DISPATCH,
-                    hand_off: HandOff::Relay,
+                    hand_off: HandOff::FastPath,
                     event_id: e.event_id,
                     payload: job.encode_to_vec(),
                     traceparent: e.traceparent.clone(),
@@ -147,21 +159,26 @@ pub async fn append(
             moved_pts.push(pts);
             moved_trimmed.push(trimmed);
         }
+        // The rows are locked and exist: the upsert's update arm finds them by primary key.
         sqlx::query(
-            "UPDATE user_state s SET pts = m.pts, trimmed_pts = m.trimmed
-             FROM UNNEST($1::bigint[], $2::int[], $3::int[]) AS m(user_id, pts, trimmed)
-             WHERE s.user_id = m.user_id",
+            "INSERT INTO user_state (user_id, pts, trimmed_pts)
+             SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[])
+             ON CONFLICT (user_id) DO UPDATE SET
+                pts = EXCLUDED.pts, trimmed_pts = EXCLUDED.trimmed_pts",
         )
         .bind(&moved_users)
         .bind(&moved_pts)
         .bind(&moved_trimmed)
         .execute(&mut *tx)
         .await?;
-        outbox.enqueue(&mut tx, &jobs).await?;
+        job_ids = outbox.enqueue(&mut tx, &jobs).await?;
     }
     tx.commit().await?;
-    outbox.wake(TO_DISPATCH);
-    Ok(results)
+    Ok(Written {
+        appended: results,
+        job_ids,
+        jobs,
+    })
 }
 
 /// The update-log rows one append inserts, as columns.

@@ -2,7 +2,7 @@
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::GrpcChannel;
-use oxigram_outbox::{Destination, Outbox, OutboxMessage};
+use oxigram_outbox::{Destination, FastPath, Outbox, OutboxMessage};
 use oxigram_proto::{
     internal::v1::{
         AppendRequest, AppendResponse, EnqueueRequest, GetDifferenceRequest, GetDifferenceResponse,
@@ -34,9 +34,21 @@ pub struct UpdatesService {
 
 impl UpdatesService {
     /// `workers` transactions may run at once, each taking every append queued meanwhile.
-    pub fn new(pool: PgPool, outbox: Outbox, retain_per_user: u32, workers: usize) -> Self {
+    pub fn new(
+        pool: PgPool,
+        outbox: Outbox,
+        to_dispatch: FastPath,
+        retain_per_user: u32,
+        workers: usize,
+    ) -> Self {
         Self {
-            batcher: Batcher::start(pool.clone(), outbox, retain_per_user.max(1), workers),
+            batcher: Batcher::start(
+                pool.clone(),
+                outbox,
+                to_dispatch,
+                retain_per_user.max(1),
+                workers,
+            ),
             pool,
         }
     }

@@ -48,6 +48,7 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
     let chain = [
         ("/oxigram.api.v1.Messages/SendMessage", None),
         ("/oxigram.internal.v1.Messages/SendMessage", None),
+        ("messages.send_group", None),
         ("/oxigram.internal.v1.Updates/Append", None),
         ("outbox.deliver", Some("dispatch")),
         ("/oxigram.internal.v1.Dispatch/Enqueue", None),

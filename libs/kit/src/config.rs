@@ -134,7 +134,8 @@ fn code_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D
 pub struct UpdatesConfig {
     /// Updates kept per user; a client older than that gets "difference too long".
     pub retain_per_user: u32,
-    /// Append transactions that may run at once; each takes every append queued meanwhile.
+    /// Append transactions that may run at once, each for its share of the users; each takes
+    /// every append of its users queued meanwhile.
     pub append_workers: usize,
 }
 
@@ -142,8 +143,22 @@ impl Default for UpdatesConfig {
     fn default() -> Self {
         Self {
             retain_per_user: 100_000,
-            append_workers: 4,
+            append_workers: 2,
         }
+    }
+}
+
+/// Message settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MessagesConfig {
+    /// Send transactions that may run at once; each takes every send queued meanwhile.
+    pub send_workers: usize,
+}
+
+impl Default for MessagesConfig {
+    fn default() -> Self {
+        Self { send_workers: 2 }
     }
 }
 
@@ -181,6 +196,7 @@ pub struct Config {
     pub services: Services,
     pub outbox: OutboxConfig,
     pub gateway: GatewayConfig,
+    pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
 }
@@ -198,6 +214,7 @@ impl Default for Config {
             services: Services::default(),
             outbox: OutboxConfig::default(),
             gateway: GatewayConfig::default(),
+            messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
         }

@@ -55,19 +55,31 @@ impl ToUpdates {
         rows: &[i64],
         user_id: i64,
     ) -> (i32, i32) {
+        self.fast_path_all(outbox, events, rows)
+            .await
+            .iter()
+            .find(|a| a.user_id == user_id)
+            .map_or((0, 0), |a| (a.pts, a.pts_count))
+    }
+
+    /// The fast path for many events at once: what each got, or nothing when svc-updates did
+    /// not answer (the relay delivers later).
+    pub async fn fast_path_all(
+        &self,
+        outbox: &Outbox,
+        events: Vec<UserEvent>,
+        rows: &[i64],
+    ) -> Vec<Appended> {
         match self.append(events).await {
             Ok(appended) => {
                 if !rows.is_empty() {
                     outbox.ack(TO_UPDATES, rows.to_vec());
                 }
                 appended
-                    .iter()
-                    .find(|a| a.user_id == user_id)
-                    .map_or((0, 0), |a| (a.pts, a.pts_count))
             }
             Err(status) => {
                 tracing::warn!(%status, "fast-path hand-off to updates failed; the relay will retry");
-                (0, 0)
+                vec![]
             }
         }
     }

@@ -7,6 +7,7 @@
 //! retried with capped exponential backoff until `max_attempts`, then kept as failed. The
 //! receiver deduplicates by event id ([`first_delivery`]), so a replay is harmless.
 
+mod fast_path;
 mod metrics;
 mod relay;
 
@@ -17,6 +18,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub use fast_path::FastPath;
 pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
 
 /// The outbox and inbox tables, applied into each service's schema next to its own migrations.

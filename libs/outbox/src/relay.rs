@@ -50,6 +50,33 @@ pub trait Destination: Send + Sync + 'static {
     fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), String>> + Send;
 }
 
+/// The span of one delivery, continuing the traces the rows were written in.
+pub(crate) fn delivery_span<D: Destination>(
+    schema: &'static str,
+    batch: &[OutboxMessage],
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "outbox.deliver",
+        destination = D::NAME,
+        schema,
+        batch = batch.len()
+    );
+    oxigram_telemetry::propagation::continue_stored(
+        &span,
+        batch.iter().filter_map(|m| m.traceparent.as_deref()),
+    );
+    span
+}
+
+/// A destination shared between its relay and the producer's fast path.
+impl<D: Destination> Destination for Arc<D> {
+    const NAME: &'static str = D::NAME;
+
+    fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), String>> + Send {
+        (**self).deliver(batch)
+    }
+}
+
 /// The relay of one destination.
 pub struct Relay<D> {
     pool: PgPool,
@@ -120,17 +147,11 @@ impl<D: Destination> Relay<D> {
         if batch.is_empty() {
             return Ok(0);
         }
-        let span = tracing::info_span!(
-            "outbox.deliver",
-            destination = D::NAME,
-            schema = self.schema,
-            batch = batch.len()
-        );
-        oxigram_telemetry::propagation::continue_stored(
-            &span,
-            batch.iter().filter_map(|m| m.traceparent.as_deref()),
-        );
-        let outcome = self.destination.deliver(&batch).instrument(span).await;
+        let outcome = self
+            .destination
+            .deliver(&batch)
+            .instrument(delivery_span::<D>(self.schema, &batch))
+            .await;
         let ids: Vec<i64> = batch.iter().map(|m| m.id).collect();
         match outcome {
             Ok(()) => {
@@ -168,16 +189,17 @@ impl<D: Destination> Relay<D> {
         Ok(ids.len())
     }
 
-    /// Leases a batch of due rows (index `outbox_due`).
+    /// Leases a batch of due rows (index `outbox_due` to pick them, the primary key to move them:
+    /// an `IN (subquery)` here would hash-join a scan of the whole table).
     async fn claim(&self) -> Result<Vec<OutboxMessage>, sqlx::Error> {
         let rows = sqlx::query(
             "UPDATE outbox SET available_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
-             WHERE id IN (
+             WHERE id = ANY(ARRAY(
                 SELECT id FROM outbox
                 WHERE destination = $1 AND status = 0 AND available_at <= now()
                 ORDER BY available_at, id
                 LIMIT $2
-                FOR UPDATE SKIP LOCKED)
+                FOR UPDATE SKIP LOCKED))
              RETURNING id, event_id, payload, attempts, traceparent",
         )
         .bind(D::NAME)

@@ -1,0 +1,228 @@
+//! Group commit of sends: the sends that arrive while a send transaction runs share the next
+//! one, and their events reach svc-updates in one Append, so a burst of sends costs a few
+//! transactions and calls instead of one each. There is no added delay: a lone send starts
+//! its transaction at once. A send the group cannot take (a replayed or repeated key, a reply)
+//! runs on its own, and so does every send of a group whose transaction failed.
+
+use std::{collections::HashMap, sync::Arc};
+
+use oxigram_errors::{Error, ErrorCode, status};
+use oxigram_kit::to_updates::ToUpdates;
+use oxigram_outbox::{FastPath, Outbox};
+use oxigram_proto::internal::v1::SendMessageResponse;
+use sqlx::PgPool;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use tonic::Status;
+use tracing::Instrument;
+
+use crate::store::{self, ForDialogs, GroupOutcome, NewMessage, SendOutcome};
+
+/// Most sends one shared transaction takes.
+pub const MAX_GROUP: usize = 256;
+/// Sends waiting before callers feel backpressure.
+const QUEUE: usize = 4096;
+
+type Reply = oneshot::Sender<Result<SendMessageResponse, Status>>;
+
+struct Job {
+    send: NewMessage,
+    reply: Reply,
+}
+
+/// What a send needs after validation: its database, its outbox and the ways to svc-updates
+/// and svc-dialogs.
+struct Sender {
+    pool: PgPool,
+    outbox: Outbox,
+    to_updates: ToUpdates,
+    to_dialogs: FastPath,
+}
+
+#[derive(Clone)]
+pub struct GroupCommit {
+    queue: mpsc::Sender<Job>,
+}
+
+impl GroupCommit {
+    /// Starts `workers` transaction runners. Must be called inside a Tokio runtime.
+    pub fn start(
+        pool: PgPool,
+        outbox: Outbox,
+        to_updates: ToUpdates,
+        to_dialogs: FastPath,
+        workers: usize,
+    ) -> Self {
+        let (queue, rx) = mpsc::channel(QUEUE);
+        let rx = Arc::new(Mutex::new(rx));
+        let sender = Arc::new(Sender {
+            pool,
+            outbox,
+            to_updates,
+            to_dialogs,
+        });
+        for _ in 0..workers.max(1) {
+            tokio::spawn(run(rx.clone(), sender.clone()));
+        }
+        Self { queue }
+    }
+
+    /// Sends in the next shared transaction; the answer carries the sender's pts (0 when
+    /// svc-updates did not answer in time: the relay delivers and getDifference catches up).
+    pub async fn send(&self, send: NewMessage) -> Result<SendMessageResponse, Status> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Job { send, reply })
+            .await
+            .map_err(|_| status(ErrorCode::Unavailable, "the send queue is closed"))?;
+        answer
+            .await
+            .map_err(|_| status(ErrorCode::Internal, "the send worker stopped"))?
+    }
+}
+
+async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
+    loop {
+        let jobs = {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else { return };
+            let mut jobs = vec![first];
+            while jobs.len() < MAX_GROUP {
+                match rx.try_recv() {
+                    Ok(job) => jobs.push(job),
+                    Err(_) => break,
+                }
+            }
+            jobs
+        };
+        let (sends, replies): (Vec<NewMessage>, Vec<Reply>) =
+            jobs.into_iter().map(|j| (j.send, j.reply)).unzip();
+        let span = tracing::info_span!("messages.send_group", sends = sends.len());
+        oxigram_telemetry::propagation::continue_stored(
+            &span,
+            sends.iter().filter_map(|s| s.traceparent.as_deref()),
+        );
+        match store::send_many(&sender.pool, &sender.outbox, &sends)
+            .instrument(span.clone())
+            .await
+        {
+            // The hand-off runs beside the next group's transaction.
+            Ok(outcomes) => {
+                tokio::spawn(hand_off(sender.clone(), sends, outcomes, replies).instrument(span));
+            }
+            Err(err) => {
+                tracing::warn!(parent: &span, error = %err, sends = sends.len(), "a shared send transaction failed; each send runs on its own");
+                for (send, reply) in sends.into_iter().zip(replies) {
+                    spawn_alone(sender.clone(), send, reply);
+                }
+            }
+        }
+    }
+}
+
+/// Hands the group's events to svc-updates in one call and answers each send.
+async fn hand_off(
+    sender: Arc<Sender>,
+    sends: Vec<NewMessage>,
+    outcomes: Vec<GroupOutcome>,
+    replies: Vec<Reply>,
+) {
+    let (mut events, mut rows, mut waiting) = (vec![], vec![], vec![]);
+    let mut for_dialogs = ForDialogs::default();
+    for ((send, outcome), reply) in sends.into_iter().zip(outcomes).zip(replies) {
+        match outcome {
+            GroupOutcome::Sent {
+                message,
+                updates_events,
+                updates_rows,
+                dialogs,
+            } => {
+                for_dialogs.ids.extend(dialogs.ids);
+                for_dialogs.rows.extend(dialogs.rows);
+                let own = updates_events
+                    .iter()
+                    .find(|e| e.user_id == send.sender_id)
+                    .map(|e| e.event_id.clone())
+                    .unwrap_or_default();
+                waiting.push((own, message, reply));
+                events.extend(updates_events);
+                rows.extend(updates_rows);
+            }
+            GroupOutcome::Alone => spawn_alone(sender.clone(), send, reply),
+        }
+    }
+    // Beside the answer: nobody waits for dialogs.
+    sender
+        .to_dialogs
+        .hand_off(for_dialogs.ids, for_dialogs.rows);
+    if waiting.is_empty() {
+        return;
+    }
+    let appended: HashMap<String, (i32, i32)> = sender
+        .to_updates
+        .fast_path_all(&sender.outbox, events, &rows)
+        .await
+        .into_iter()
+        .map(|a| (a.event_id, (a.pts, a.pts_count)))
+        .collect();
+    for (event_id, message, reply) in waiting {
+        let (pts, pts_count) = appended.get(&event_id).copied().unwrap_or((0, 0));
+        let _ = reply.send(Ok(SendMessageResponse {
+            message: Some(message),
+            pts,
+            pts_count,
+        }));
+    }
+}
+
+fn spawn_alone(sender: Arc<Sender>, send: NewMessage, reply: Reply) {
+    let span = tracing::info_span!("messages.send_alone");
+    oxigram_telemetry::propagation::continue_stored(&span, send.traceparent.as_deref());
+    tokio::spawn(
+        async move {
+            let _ = reply.send(send_alone(&sender, send).await);
+        }
+        .instrument(span),
+    );
+}
+
+/// One send in its own transaction, with its own fast path.
+async fn send_alone(sender: &Sender, send: NewMessage) -> Result<SendMessageResponse, Status> {
+    let (message, events, rows) = match store::send(&sender.pool, &sender.outbox, &send)
+        .await
+        .map_err(Error::from)?
+    {
+        SendOutcome::Sent {
+            message,
+            updates_events,
+            updates_rows,
+            dialogs,
+        } => {
+            sender.to_dialogs.hand_off(dialogs.ids, dialogs.rows);
+            (message, updates_events, updates_rows)
+        }
+        SendOutcome::Replayed { message, event } => (message, vec![event], vec![]),
+        SendOutcome::KeyReused => {
+            return Err(status(
+                ErrorCode::RandomIdDuplicate,
+                "random_id was already used for a different message",
+            ));
+        }
+        SendOutcome::ReplyInvalid => {
+            return Err(status(
+                ErrorCode::ReplyMessageIdInvalid,
+                "reply_to_msg_id names no message of this chat",
+            ));
+        }
+    };
+    // PERSISTED. The fast path: hand the events to svc-updates now; on failure the relay
+    // will, and the client learns its pts from getDifference.
+    let (pts, pts_count) = sender
+        .to_updates
+        .fast_path(&sender.outbox, events, &rows, send.sender_id)
+        .await;
+    Ok(SendMessageResponse {
+        message: Some(message),
+        pts,
+        pts_count,
+    })
+}
