@@ -1,22 +1,34 @@
 //! One send produces spans in gateway, messages, updates and dispatch that share one trace id,
 //! each hop the child of the one before, across gRPC calls and across outbox hand-offs.
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use anyhow::Context;
 use opentelemetry::{Value, trace::SpanId};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use oxigram_tests::{Mode, System, eventually};
 
+fn is(s: &SpanData, name: &str, destination: Option<&str>) -> bool {
+    s.name == name
+        && destination.is_none_or(|d| {
+            s.attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == "destination" && kv.value == Value::from(d.to_owned()))
+        })
+}
+
 fn find<'a>(spans: &'a [SpanData], name: &str, destination: Option<&str>) -> Option<&'a SpanData> {
-    spans.iter().find(|s| {
-        s.name == name
-            && destination.is_none_or(|d| {
-                s.attributes.iter().any(|kv| {
-                    kv.key.as_str() == "destination" && kv.value == Value::from(d.to_owned())
-                })
-            })
+    spans.iter().find(|s| is(s, name, destination))
+}
+
+/// The span's ancestors that have ended, nearest first.
+fn ancestors<'a>(spans: &'a [SpanData], span: &'a SpanData) -> impl Iterator<Item = &'a SpanData> {
+    std::iter::successors(Some(span), |child| {
+        spans
+            .iter()
+            .find(|s| s.span_context.span_id() == child.parent_span_id)
     })
+    .skip(1)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,11 +74,11 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
             let _ = provider.force_flush();
             let spans = exporter.get_finished_spans()?;
             let dialogs = find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None).is_some();
-            Ok((dialogs
-                && chain
-                    .iter()
-                    .all(|(name, dest)| find(&spans, name, *dest).is_some()))
-            .then_some(spans))
+            // A parent ends after its child: wait until the push's whole line has ended.
+            let (push, to_push) = chain[chain.len() - 1];
+            let line_ended = find(&spans, push, to_push)
+                .is_some_and(|push| ancestors(&spans, push).any(|s| is(s, chain[0].0, None)));
+            Ok((dialogs && line_ended).then_some(spans))
         },
     )
     .await?;
@@ -78,20 +90,34 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
         SpanId::INVALID,
         "the client's call starts the trace"
     );
-    let mut parent = root.span_context.span_id();
-    for (name, dest) in &chain[1..] {
-        let span = find(&spans, name, *dest).context("span")?;
+    // Walk from the push back to the client's call: the send's two events may take separate
+    // paths (updates splits users among workers), and only the recipient's ends in a push.
+    let by_id: HashMap<SpanId, &SpanData> = spans
+        .iter()
+        .map(|s| (s.span_context.span_id(), s))
+        .collect();
+    let (last, hops) = chain.split_last().context("a chain")?;
+    let mut child = find(&spans, last.0, last.1).context("push span")?;
+    for (name, dest) in hops.iter().rev() {
         assert_eq!(
-            span.span_context.trace_id(),
+            child.span_context.trace_id(),
             trace_id,
-            "{name} {dest:?} is in the send's trace"
+            "{} is in the send's trace",
+            child.name
         );
-        assert_eq!(
-            span.parent_span_id, parent,
-            "{name} {dest:?} is the child of the previous hop"
+        let parent = by_id.get(&child.parent_span_id).copied();
+        assert!(
+            parent.is_some_and(|p| is(p, name, *dest)),
+            "{} is the child of {name} {dest:?}",
+            child.name
         );
-        parent = span.span_context.span_id();
+        child = parent.context("parent span")?;
     }
+    assert_eq!(
+        child.span_context.span_id(),
+        root.span_context.span_id(),
+        "the chain starts at the client's call"
+    );
     // Dialogs is fed from the same send, through the messages outbox.
     let messages_span = find(&spans, chain[1].0, None).context("messages span")?;
     let to_dialogs = find(&spans, "outbox.deliver", Some("dialogs")).context("dialogs hand-off")?;
