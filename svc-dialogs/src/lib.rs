@@ -8,10 +8,7 @@ mod store;
 
 use std::sync::Arc;
 
-use oxigram_kit::{
-    Config, GrpcServer, startup,
-    to_updates::{TO_UPDATES, ToUpdates},
-};
+use oxigram_kit::{Config, GrpcServer, startup, to_updates::ToUpdates};
 use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::dialogs_server::DialogsServer;
 use tokio_util::sync::CancellationToken;
@@ -29,12 +26,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let server = GrpcServer::bind("dialogs", me.listen).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let outbox = Outbox::new(
-        pool.clone(),
-        SCHEMA,
-        startup::relay_config(&config.outbox),
-        &[TO_UPDATES],
-    );
+    let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let to_updates = ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
         config.rpc_timeout(),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use oxigram_kit::to_updates::TO_UPDATES;
-use oxigram_outbox::{HandOff, NewRow, Outbox};
+use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::{
     internal::v1::Dialog,
     types::v1::{
@@ -192,12 +192,7 @@ async fn enqueue(
         .map(|e| {
             let id =
                 Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
-            Ok(NewRow::new(
-                TO_UPDATES,
-                id,
-                e.encode_to_vec(),
-                HandOff::FastPath,
-            ))
+            Ok(NewRow::new(TO_UPDATES, id, e.encode_to_vec()))
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
     outbox.enqueue(tx, &rows).await

@@ -29,12 +29,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let server = GrpcServer::bind("dispatch", me.listen).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let outbox = Outbox::new(
-        pool.clone(),
-        SCHEMA,
-        startup::relay_config(&config.outbox),
-        &[TO_GATEWAYS],
-    );
+    let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let routes = Routes::new(
         RedisHandle::new(config.redis_url()?)?,
         &config.redis_key_prefix,

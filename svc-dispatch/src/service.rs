@@ -1,7 +1,7 @@
 //! The Dispatch gRPC service: the idempotent receiver of push jobs.
 
 use oxigram_errors::{Error, ErrorCode};
-use oxigram_outbox::{FastPath, HandOff, NewRow, Outbox};
+use oxigram_outbox::{FastPath, NewRow, Outbox};
 use oxigram_proto::internal::v1::{EnqueueRequest, EnqueueResponse, dispatch_server::Dispatch};
 use prost::Message as _;
 use sqlx::PgPool;
@@ -57,7 +57,7 @@ impl Dispatch for DispatchService {
         let rows: Vec<NewRow> = parsed
             .into_iter()
             .filter(|(id, _)| fresh.contains(id))
-            .map(|(id, job)| NewRow::new(TO_GATEWAYS, id, job.encode_to_vec(), HandOff::FastPath))
+            .map(|(id, job)| NewRow::new(TO_GATEWAYS, id, job.encode_to_vec()))
             .collect();
         let ids = self
             .outbox

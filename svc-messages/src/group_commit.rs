@@ -8,14 +8,14 @@ use std::{collections::HashMap, sync::Arc};
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::to_updates::ToUpdates;
-use oxigram_outbox::{FastPath, Outbox};
+use oxigram_outbox::{FastPath, Outbox, next_batch};
 use oxigram_proto::internal::v1::SendMessageResponse;
 use sqlx::PgPool;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tonic::Status;
 use tracing::Instrument;
 
-use crate::store::{self, ForDialogs, GroupOutcome, NewMessage, SendOutcome};
+use crate::store::{self, ForDialogs, GroupOutcome, NewMessage, SendOutcome, Sent};
 
 /// Most sends one shared transaction takes.
 pub const MAX_GROUP: usize = 256;
@@ -82,17 +82,8 @@ impl GroupCommit {
 
 async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
     loop {
-        let jobs = {
-            let mut rx = rx.lock().await;
-            let Some(first) = rx.recv().await else { return };
-            let mut jobs = vec![first];
-            while jobs.len() < MAX_GROUP {
-                match rx.try_recv() {
-                    Ok(job) => jobs.push(job),
-                    Err(_) => break,
-                }
-            }
-            jobs
+        let Some(jobs) = next_batch(&mut *rx.lock().await, MAX_GROUP, |_| 1).await else {
+            return;
         };
         let (sends, replies): (Vec<NewMessage>, Vec<Reply>) =
             jobs.into_iter().map(|j| (j.send, j.reply)).unzip();
@@ -130,12 +121,12 @@ async fn hand_off(
     let mut for_dialogs = ForDialogs::default();
     for ((send, outcome), reply) in sends.into_iter().zip(outcomes).zip(replies) {
         match outcome {
-            GroupOutcome::Sent {
+            GroupOutcome::Sent(Sent {
                 message,
                 updates_events,
                 updates_rows,
                 dialogs,
-            } => {
+            }) => {
                 for_dialogs.ids.extend(dialogs.ids);
                 for_dialogs.rows.extend(dialogs.rows);
                 let own = updates_events
@@ -191,12 +182,12 @@ async fn send_alone(sender: &Sender, send: NewMessage) -> Result<SendMessageResp
         .await
         .map_err(Error::from)?
     {
-        SendOutcome::Sent {
+        SendOutcome::Sent(Sent {
             message,
             updates_events,
             updates_rows,
             dialogs,
-        } => {
+        }) => {
             sender.to_dialogs.hand_off(dialogs.ids, dialogs.rows);
             (message, updates_events, updates_rows)
         }

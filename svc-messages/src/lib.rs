@@ -35,12 +35,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let server = GrpcServer::bind("messages", me.listen).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let outbox = Outbox::new(
-        pool.clone(),
-        SCHEMA,
-        startup::relay_config(&config.outbox),
-        &[TO_UPDATES, TO_DIALOGS],
-    );
+    let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let to_updates = oxigram_kit::to_updates::ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
         config.rpc_timeout(),

@@ -1,6 +1,6 @@
 //! The SQL of messages: the send transaction and the owner-view reads.
 
-use oxigram_outbox::{HandOff, NewRow, Outbox};
+use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
 use prost::Message as _;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
@@ -22,17 +22,23 @@ pub struct NewMessage {
     pub traceparent: Option<String>,
 }
 
+/// A new message: the sender's view, the events written, and their outbox rows.
+pub struct Sent {
+    pub message: Message,
+    pub updates_events: Vec<UserEvent>,
+    /// The outbox ids of the events for svc-updates.
+    pub updates_rows: Vec<i64>,
+    pub dialogs: ForDialogs,
+}
+
 /// What a send transaction did.
 pub enum SendOutcome {
-    /// A new message: the sender's view, the events written, and their outbox rows.
-    Sent {
-        message: Message,
-        updates_events: Vec<UserEvent>,
-        updates_rows: Vec<i64>,
-        dialogs: ForDialogs,
-    },
+    Sent(Sent),
     /// The key was used before with the same request: the original message, unchanged.
-    Replayed { message: Message, event: UserEvent },
+    Replayed {
+        message: Message,
+        event: UserEvent,
+    },
     /// The key was used before with a different request.
     KeyReused,
     /// reply_to_msg_id names no message of this dialog in the sender's box.
@@ -217,24 +223,10 @@ pub async fn send(
     .fetch_one(&mut *tx)
     .await?;
 
-    let Composed {
-        sender_message,
-        updates_events,
-        mut rows,
-        to_updates,
-    } = compose(m, body_id, &box_ids, views);
-    let mut updates_rows = outbox.enqueue(&mut tx, &rows).await?;
+    let composed = compose(m, body_id, &box_ids, views);
+    let ids = outbox.enqueue(&mut tx, &composed.rows).await?;
     tx.commit().await?;
-    let dialogs = ForDialogs {
-        ids: updates_rows.split_off(to_updates),
-        rows: rows.split_off(to_updates),
-    };
-    Ok(SendOutcome::Sent {
-        message: sender_message,
-        updates_events,
-        updates_rows,
-        dialogs,
-    })
+    Ok(SendOutcome::Sent(composed.into_sent(ids)))
 }
 
 /// The outbox rows for svc-dialogs a send committed (ids and rows), for the fast path.
@@ -246,12 +238,7 @@ pub struct ForDialogs {
 
 /// What one send of a group commit became.
 pub enum GroupOutcome {
-    Sent {
-        message: Message,
-        updates_events: Vec<UserEvent>,
-        updates_rows: Vec<i64>,
-        dialogs: ForDialogs,
-    },
+    Sent(Sent),
     /// Not for the shared transaction: its key was used before (a replay, or a reuse) or is
     /// repeated within the group, or it replies to a message. [`send`] takes it on its own.
     Alone,
@@ -400,28 +387,14 @@ pub async fn send_many(
     .bind(&boxes.dates)
     .execute(&mut *tx)
     .await?;
-    let mut rows = Vec::with_capacity(composed.len() * 4);
-    let mut counts = Vec::with_capacity(composed.len());
-    for (_, c) in &mut composed {
-        counts.push(c.rows.len());
-        rows.append(&mut c.rows);
-    }
-    let mut ids = outbox.enqueue(&mut tx, &rows).await?.into_iter();
+    let mut ids = outbox
+        .enqueue(&mut tx, composed.iter().flat_map(|(_, c)| &c.rows))
+        .await?
+        .into_iter();
     tx.commit().await?;
-    let mut rows = rows.into_iter();
-    for ((i, c), count) in composed.into_iter().zip(counts) {
-        let mut updates_rows: Vec<i64> = ids.by_ref().take(count).collect();
-        let mut mine: Vec<NewRow> = rows.by_ref().take(count).collect();
-        let dialogs = ForDialogs {
-            ids: updates_rows.split_off(c.to_updates),
-            rows: mine.split_off(c.to_updates),
-        };
-        outcomes[i] = GroupOutcome::Sent {
-            message: c.sender_message,
-            updates_events: c.updates_events,
-            updates_rows,
-            dialogs,
-        };
+    for (i, c) in composed {
+        let mine = ids.by_ref().take(c.rows.len()).collect();
+        outcomes[i] = GroupOutcome::Sent(c.into_sent(mine));
     }
     Ok(outcomes)
 }
@@ -512,6 +485,22 @@ pub(crate) struct Composed {
     pub to_updates: usize,
 }
 
+impl Composed {
+    /// The committed send, given its rows' outbox ids (in row order).
+    fn into_sent(mut self, mut ids: Vec<i64>) -> Sent {
+        let dialogs = ForDialogs {
+            ids: ids.split_off(self.to_updates),
+            rows: self.rows.split_off(self.to_updates),
+        };
+        Sent {
+            message: self.sender_message,
+            updates_events: self.updates_events,
+            updates_rows: ids,
+            dialogs,
+        }
+    }
+}
+
 pub(crate) fn compose(
     m: &NewMessage,
     body_id: i64,
@@ -534,15 +523,14 @@ pub(crate) fn compose(
             .map_or(0, |(_, id)| *id);
         let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
         let (event_id, payload) = (new_message_event_id(body_id, owner), event.encode_to_vec());
-        let row = |destination, payload, hand_off| NewRow {
+        let row = |destination, payload| NewRow {
             destination,
             event_id,
             payload,
-            hand_off,
             traceparent: m.traceparent.clone(),
         };
-        dialogs_rows.push(row(TO_DIALOGS, payload.clone(), HandOff::FastPath));
-        rows.push(row(TO_UPDATES, payload, HandOff::FastPath));
+        dialogs_rows.push(row(TO_DIALOGS, payload.clone()));
+        rows.push(row(TO_UPDATES, payload));
         updates_events.push(event);
         if view.out {
             sender_message = view;

@@ -4,7 +4,7 @@
 //! workers by id, so two transactions never wait on each other's user rows; an append that
 //! spans workers waits for each of its parts.
 
-use oxigram_outbox::{FastPath, Outbox};
+use oxigram_outbox::{FastPath, Outbox, next_batch};
 use oxigram_proto::internal::v1::Appended;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
@@ -55,7 +55,7 @@ impl Batcher {
 
     /// Appends `events` in the next shared transactions; returns their pts in input order.
     pub async fn append(&self, events: Vec<ValidEvent>) -> Result<Vec<Appended>, String> {
-        let n = self.queues.len();
+        let (n, total) = (self.queues.len(), events.len());
         // (worker, the input positions it takes, their events)
         let mut parts: Vec<(Vec<usize>, Vec<ValidEvent>)> =
             (0..n).map(|_| (vec![], vec![])).collect();
@@ -76,15 +76,12 @@ impl Batcher {
                 .map_err(|_| "the append queue is closed".to_owned())?;
             answers.push((positions, answer));
         }
-        let mut out: Vec<Option<Appended>> = Vec::new();
+        let mut out: Vec<Option<Appended>> = vec![None; total];
         for (positions, answer) in answers {
             let appended = answer
                 .await
                 .map_err(|_| "the append worker stopped".to_owned())??;
             for (at, a) in positions.into_iter().zip(appended) {
-                if out.len() <= at {
-                    out.resize(at + 1, None);
-                }
                 out[at] = Some(a);
             }
         }
@@ -104,20 +101,9 @@ struct Log {
 
 async fn run(mut rx: mpsc::Receiver<Job>, log: Log) {
     loop {
-        let jobs = {
-            let Some(first) = rx.recv().await else { return };
-            let mut size = first.events.len();
-            let mut jobs = vec![first];
-            while size < MAX_BATCH_EVENTS {
-                match rx.try_recv() {
-                    Ok(job) => {
-                        size += job.events.len();
-                        jobs.push(job);
-                    }
-                    Err(_) => break,
-                }
-            }
-            jobs
+        let Some(jobs) = next_batch(&mut rx, MAX_BATCH_EVENTS, |j: &Job| j.events.len()).await
+        else {
+            return;
         };
         let counts: Vec<usize> = jobs.iter().map(|j| j.events.len()).collect();
         let (events, replies): (Vec<Vec<ValidEvent>>, Vec<_>) =

@@ -31,12 +31,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let server = GrpcServer::bind("updates", me.listen).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let outbox = Outbox::new(
-        pool.clone(),
-        SCHEMA,
-        startup::relay_config(&config.outbox),
-        &[TO_DISPATCH],
-    );
+    let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
     let to_dispatch = Arc::new(service::ToDispatch::new(dispatch));
     let service = UpdatesService::new(

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use oxigram_outbox::{HandOff, NewRow, Outbox};
+use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::{
     internal::v1::Appended,
     types::v1::{PtsUpdate, PushJob, Update, UpdatesState, UserEvent},
@@ -111,7 +111,6 @@ pub async fn append(
                 };
                 jobs.push(NewRow {
                     destination: TO_DISPATCH,
-                    hand_off: HandOff::FastPath,
                     event_id: e.event_id,
                     payload: job.encode_to_vec(),
                     traceparent: e.traceparent.clone(),

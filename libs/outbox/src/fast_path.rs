@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::{NewRow, Outbox, OutboxMessage, relay::Destination};
+use crate::{NewRow, Outbox, OutboxMessage, next_batch, relay::Destination};
 
 /// Hand-offs waiting before they are left to the relay.
 const QUEUE: usize = 4096;
@@ -37,7 +37,7 @@ impl FastPath {
         Self { queue }
     }
 
-    /// Hands committed rows (written with `HandOff::FastPath`) to the delivery loop. When the
+    /// Hands committed rows to the delivery loop. When the
     /// loop is too far behind the rows are left to the relay.
     pub fn hand_off(&self, ids: Vec<i64>, rows: Vec<NewRow>) {
         if rows.is_empty() {
@@ -54,16 +54,11 @@ async fn deliver_loop<D: Destination>(
     destination: Arc<D>,
     mut rx: mpsc::Receiver<HandOffBatch>,
 ) {
-    while let Some(first) = rx.recv().await {
-        let (mut ids, mut rows) = (first.ids, first.rows);
-        while rows.len() < MAX_CALL {
-            match rx.try_recv() {
-                Ok(more) => {
-                    ids.extend(more.ids);
-                    rows.extend(more.rows);
-                }
-                Err(_) => break,
-            }
+    while let Some(hand_offs) = next_batch(&mut rx, MAX_CALL, |h| h.rows.len()).await {
+        let (mut ids, mut rows) = (Vec::new(), Vec::new());
+        for h in hand_offs {
+            ids.extend(h.ids);
+            rows.extend(h.rows);
         }
         let batch: Vec<OutboxMessage> = ids
             .iter()

@@ -1,37 +1,31 @@
 //! The transactional outbox: every arrow between services that carries a fact.
 //!
 //! The producer writes its rows and an outbox row in one local transaction ([`Outbox::enqueue`]).
-//! Right after commit it either hands the event off itself and acks the row (the fast path) or
-//! wakes the [`Relay`]. The relay claims due rows in batches (`FOR UPDATE SKIP LOCKED`), leases
+//! Right after commit it hands the event off itself and acks the row (the fast path: its own
+//! call, or a [`FastPath`] loop). A row still there after `fast_path_grace` is the [`Relay`]'s:
+//! it claims due rows in batches (`FOR UPDATE SKIP LOCKED`), leases
 //! them by moving `available_at` forward, delivers, and deletes what was delivered; failures are
 //! retried with capped exponential backoff until `max_attempts`, then kept as failed. The
 //! receiver deduplicates by event id ([`first_delivery`]), so a replay is harmless.
 
+mod batch;
 mod fast_path;
 mod metrics;
 mod relay;
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::time::Duration;
 
 use sqlx::{PgConnection, PgPool, migrate::Migrator};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub use batch::next_batch;
 pub use fast_path::FastPath;
 pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
 
 /// The outbox and inbox tables, applied into each service's schema next to its own migrations.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
-
-/// Who hands a fresh row off first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HandOff {
-    /// The producer delivers right after commit; the relay waits `fast_path_grace` first.
-    FastPath,
-    /// The relay delivers at once; call [`Outbox::wake`] after commit.
-    Relay,
-}
 
 /// One event for one destination, with the trace it continues.
 #[derive(Debug, Clone)]
@@ -39,23 +33,16 @@ pub struct NewRow {
     pub destination: &'static str,
     pub event_id: Uuid,
     pub payload: Vec<u8>,
-    pub hand_off: HandOff,
     pub traceparent: Option<String>,
 }
 
 impl NewRow {
     /// A row that continues the current span's trace.
-    pub fn new(
-        destination: &'static str,
-        event_id: Uuid,
-        payload: Vec<u8>,
-        hand_off: HandOff,
-    ) -> Self {
+    pub fn new(destination: &'static str, event_id: Uuid, payload: Vec<u8>) -> Self {
         Self {
             destination,
             event_id,
             payload,
-            hand_off,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         }
     }
@@ -68,22 +55,11 @@ pub struct Outbox {
     acks: mpsc::Sender<Vec<i64>>,
     schema: &'static str,
     config: RelayConfig,
-    wakers: Arc<HashMap<&'static str, Arc<Notify>>>,
 }
 
 impl Outbox {
-    /// `destinations` lists every destination this producer writes to. Must be called inside a
-    /// Tokio runtime: it starts the task that deletes acknowledged rows.
-    pub fn new(
-        pool: PgPool,
-        schema: &'static str,
-        config: RelayConfig,
-        destinations: &[&'static str],
-    ) -> Self {
-        let wakers = destinations
-            .iter()
-            .map(|d| (*d, Arc::new(Notify::new())))
-            .collect();
+    /// Must be called inside a Tokio runtime: it starts the task that deletes acknowledged rows.
+    pub fn new(pool: PgPool, schema: &'static str, config: RelayConfig) -> Self {
         let (acks, rx) = mpsc::channel(ACK_QUEUE);
         tokio::spawn(delete_acked(pool.clone(), rx));
         Self {
@@ -91,39 +67,34 @@ impl Outbox {
             acks,
             schema,
             config,
-            wakers: Arc::new(wakers),
         }
     }
 
     /// Writes rows (for any destinations) inside the producer's transaction, in one statement;
-    /// returns their ids in the order given. An event id already waiting for its destination
+    /// they are due for the relay after `fast_path_grace`. Returns their ids in the order given. An event id already waiting for its destination
     /// is kept once.
-    pub async fn enqueue(
+    pub async fn enqueue<'a>(
         &self,
         tx: &mut PgConnection,
-        rows: &[NewRow],
+        rows: impl IntoIterator<Item = &'a NewRow>,
     ) -> Result<Vec<i64>, sqlx::Error> {
-        if rows.is_empty() {
+        let (mut destinations, mut ids, mut payloads, mut traceparents) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for r in rows {
+            destinations.push(r.destination);
+            ids.push(r.event_id);
+            payloads.push(r.payload.as_slice());
+            traceparents.push(r.traceparent.as_deref());
+        }
+        if ids.is_empty() {
             return Ok(vec![]);
         }
         let grace = self.config.fast_path_grace.as_millis() as i64;
-        let destinations: Vec<&str> = rows.iter().map(|r| r.destination).collect();
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.event_id).collect();
-        let payloads: Vec<&[u8]> = rows.iter().map(|r| r.payload.as_slice()).collect();
-        let traceparents: Vec<Option<&str>> =
-            rows.iter().map(|r| r.traceparent.as_deref()).collect();
-        let delays: Vec<i64> = rows
-            .iter()
-            .map(|r| match r.hand_off {
-                HandOff::FastPath => grace,
-                HandOff::Relay => 0,
-            })
-            .collect();
         sqlx::query_scalar(
             "INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
-             SELECT e.destination, e.id, e.payload, e.traceparent, now() + e.delay * interval '1 millisecond'
-             FROM UNNEST($1::text[], $2::uuid[], $3::bytea[], $4::text[], $5::bigint[])
-                WITH ORDINALITY AS e(destination, id, payload, traceparent, delay, n)
+             SELECT e.destination, e.id, e.payload, e.traceparent, now() + $5 * interval '1 millisecond'
+             FROM UNNEST($1::text[], $2::uuid[], $3::bytea[], $4::text[])
+                WITH ORDINALITY AS e(destination, id, payload, traceparent, n)
              ORDER BY e.n
              ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
              RETURNING id",
@@ -132,16 +103,9 @@ impl Outbox {
         .bind(&ids)
         .bind(&payloads)
         .bind(&traceparents)
-        .bind(&delays)
+        .bind(grace)
         .fetch_all(tx)
         .await
-    }
-
-    /// Wakes the relay of `destination` (after the producing transaction committed).
-    pub fn wake(&self, destination: &str) {
-        if let Some(n) = self.wakers.get(destination) {
-            n.notify_one();
-        }
     }
 
     /// The fast path delivered these rows. They are deleted in batches by a background task
@@ -159,17 +123,11 @@ impl Outbox {
 
     /// The relay for `destination`; run it with [`Relay::run`].
     pub fn relay<D: Destination>(&self, destination: D) -> Relay<D> {
-        let notify = self
-            .wakers
-            .get(D::NAME)
-            .cloned()
-            .unwrap_or_else(|| Arc::new(Notify::new()));
         Relay::new(
             self.pool.clone(),
             self.schema,
             self.config.clone(),
             destination,
-            notify,
         )
     }
 }

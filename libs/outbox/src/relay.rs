@@ -4,7 +4,6 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use sqlx::{PgPool, Row};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -17,7 +16,7 @@ pub struct RelayConfig {
     pub batch_size: u32,
     /// How long a claimed row stays invisible to other relays.
     pub lease: Duration,
-    /// How often an idle relay looks for due rows without being woken.
+    /// How often an idle relay looks for due rows.
     pub poll: Duration,
     pub max_attempts: u32,
     pub backoff_base: Duration,
@@ -83,7 +82,6 @@ pub struct Relay<D> {
     schema: &'static str,
     config: RelayConfig,
     destination: D,
-    notify: Arc<Notify>,
 }
 
 impl<D: Destination> Relay<D> {
@@ -92,14 +90,12 @@ impl<D: Destination> Relay<D> {
         schema: &'static str,
         config: RelayConfig,
         destination: D,
-        notify: Arc<Notify>,
     ) -> Self {
         Self {
             pool,
             schema,
             config,
             destination,
-            notify,
         }
     }
 
@@ -129,7 +125,6 @@ impl<D: Destination> Relay<D> {
             if idle {
                 tokio::select! {
                     _ = shutdown.cancelled() => break,
-                    _ = self.notify.notified() => {},
                     _ = tokio::time::sleep(self.config.poll) => {},
                 }
             }
