@@ -4,10 +4,17 @@
 use std::str::FromStr;
 
 use sqlx::{
-    PgPool,
+    Connection as _, PgPool,
     migrate::Migrator,
     postgres::{PgConnectOptions, PgPoolOptions},
 };
+
+/// A pooled connection idle longer than this is pinged before use; one used more recently is
+/// handed out as it is. Pinging on every acquire (sqlx's default) costs a round trip per
+/// transaction, which under load is a scheduling wake-up of the backend on every send; a
+/// connection that broke in between fails its next statement, and the caller's retry (or the
+/// outbox relay) runs on a fresh one.
+const PING_WHEN_IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A lazily connecting pool bound to `schema`: unqualified names resolve there and only there.
 pub fn connect_lazy(url: &str, schema: &str, pool_size: u32) -> anyhow::Result<PgPool> {
@@ -18,6 +25,15 @@ pub fn connect_lazy(url: &str, schema: &str, pool_size: u32) -> anyhow::Result<P
     Ok(PgPoolOptions::new()
         .max_connections(pool_size)
         .acquire_timeout(std::time::Duration::from_secs(5))
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_WHEN_IDLE_FOR {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
         .connect_lazy_with(options))
 }
 

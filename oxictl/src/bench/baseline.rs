@@ -38,6 +38,8 @@ pub(super) async fn baseline(args: &BenchArgs, run: &str) -> anyhow::Result<Base
     let pool = PgPoolOptions::new()
         .max_connections(args.senders as u32)
         .acquire_timeout(RPC_DEADLINE)
+        // No ping per acquire, as the services' own pools: the baseline is the bare work.
+        .test_before_acquire(false)
         .connect(&args.database_url)
         .await
         .with_context(|| format!("cannot reach Postgres at {}", args.database_url))?;
