@@ -1,6 +1,8 @@
 //! The SQL of messages: the send transaction and the owner-view reads.
 
-use oxigram_outbox::{NewRow, Outbox};
+use std::sync::LazyLock;
+
+use oxigram_outbox::{NewRow, Outbox, Staged};
 use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
 use prost::Message as _;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
@@ -244,10 +246,13 @@ pub enum GroupOutcome {
     Alone,
 }
 
-/// Group commit: many sends in one transaction of four statements, whatever their number:
-/// claim every key, each with a fresh body id, and see who blocked whom (primary keys of
-/// idempotency_keys and blocks); take each owner's box ids at once (primary key of
-/// box_sequences, owners ascending); write the bodies and the boxes; write the outbox rows.
+/// Group commit: many sends in one transaction of two statements, whatever their number.
+/// The first claims every key, each with a fresh body id, sees who blocked whom (primary
+/// keys of idempotency_keys and blocks) and takes each owner's box ids at once (primary key
+/// of box_sequences, owners ascending); the second writes the bodies, the boxes and the
+/// outbox rows. Each statement is a round trip, and under load every round trip waits for
+/// the backend and then for this task to be scheduled again, so their number, not the rows
+/// they carry, is what a send's latency is made of.
 ///
 /// Keys are claimed in ascending order and owners locked in ascending order, as [`send`]
 /// does, so groups and single sends never deadlock on each other.
@@ -272,7 +277,8 @@ pub async fn send_many(
         joining.iter().map(|&i| f(&sends[i])).collect::<Vec<i64>>()
     };
     let mut tx = pool.begin().await?;
-    let claims: Vec<(i64, bool, bool)> = sqlx::query_as(
+    // (position in `joining` from 1, body id, an owner, its box id); no owner: a used key.
+    let claims: Vec<(i64, i64, Option<i64>, Option<i64>)> = sqlx::query_as(
         "WITH s AS MATERIALIZED (
             SELECT u.*, nextval('message_bodies_id_seq') AS body_id
             FROM UNNEST($1::bigint[], $2::bigint[], $3::bytea[], $4::bigint[]) WITH ORDINALITY
@@ -282,13 +288,29 @@ pub async fn send_many(
             SELECT sender_id, random_id, request_hash, body_id FROM s ORDER BY sender_id, random_id
             ON CONFLICT (sender_id, random_id) DO NOTHING
             RETURNING sender_id, random_id
+         ), owners AS MATERIALIZED (
+            SELECT s.n, o.owner_id
+            FROM s JOIN claim c ON c.sender_id = s.sender_id AND c.random_id = s.random_id
+            CROSS JOIN LATERAL (
+                SELECT s.sender_id AS owner_id
+                UNION ALL
+                SELECT s.peer_user_id
+                WHERE s.peer_user_id <> s.sender_id AND NOT EXISTS (
+                    SELECT 1 FROM blocks b
+                    WHERE b.owner_id = s.peer_user_id AND b.blocked_user_id = s.sender_id)
+            ) o
+         ), seq AS (
+            INSERT INTO box_sequences (owner_id, last_box_id)
+            SELECT owner_id, count(*) FROM owners GROUP BY owner_id ORDER BY owner_id
+            ON CONFLICT (owner_id) DO UPDATE
+                SET last_box_id = box_sequences.last_box_id + EXCLUDED.last_box_id
+            RETURNING owner_id, last_box_id
          )
-         SELECT s.body_id,
-                EXISTS (SELECT 1 FROM claim c
-                        WHERE c.sender_id = s.sender_id AND c.random_id = s.random_id),
-                EXISTS (SELECT 1 FROM blocks b
-                        WHERE b.owner_id = s.peer_user_id AND b.blocked_user_id = s.sender_id)
-         FROM s ORDER BY s.n",
+         SELECT s.n, s.body_id, o.owner_id,
+                q.last_box_id - count(*) OVER (PARTITION BY o.owner_id)
+                    + row_number() OVER (PARTITION BY o.owner_id ORDER BY o.n)
+         FROM s LEFT JOIN owners o ON o.n = s.n LEFT JOIN seq q ON q.owner_id = o.owner_id
+         ORDER BY s.n, o.owner_id",
     )
     .bind(column(&|m| m.sender_id))
     .bind(column(&|m| m.random_id))
@@ -301,62 +323,31 @@ pub async fn send_many(
     .bind(column(&|m| m.peer_user_id))
     .fetch_all(&mut *tx)
     .await?;
-    // (index into sends, body id, owners in ascending order)
-    let mut claimed: Vec<(usize, i64, Vec<i64>)> = Vec::with_capacity(claims.len());
-    for (&i, (body_id, is_new, blocked)) in joining.iter().zip(claims) {
-        if !is_new {
+    // (index into sends, body id, (owner, box id) in ascending owner order)
+    let mut claimed: Vec<(usize, i64, BoxIds)> = Vec::with_capacity(joining.len());
+    for (n, body_id, owner, box_id) in claims {
+        let (Some(owner), Some(box_id)) = (owner, box_id) else {
             continue;
+        };
+        let i = usize::try_from(n - 1)
+            .ok()
+            .and_then(|at| joining.get(at).copied())
+            .ok_or_else(|| sqlx::Error::Protocol(format!("no send at position {n}")))?;
+        match claimed.last_mut() {
+            Some((last, _, box_ids)) if *last == i => box_ids.push((owner, box_id)),
+            _ => claimed.push((i, body_id, vec![(owner, box_id)])),
         }
-        let m = &sends[i];
-        let mut owners = vec![m.sender_id];
-        if m.peer_user_id != m.sender_id && !blocked {
-            owners.push(m.peer_user_id);
-            owners.sort_unstable();
-        }
-        claimed.push((i, body_id, owners));
     }
     if claimed.is_empty() {
         tx.commit().await?;
         return Ok(outcomes);
     }
-    // Each owner's new box ids, handed out in group order.
-    let mut wanted: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
-    for (_, _, owners) in &claimed {
-        for o in owners {
-            *wanted.entry(*o).or_default() += 1;
-        }
-    }
-    let (owners, counts): (Vec<i64>, Vec<i64>) = wanted.into_iter().unzip();
-    let lasts: Vec<(i64, i64)> = sqlx::query_as(
-        "INSERT INTO box_sequences (owner_id, last_box_id)
-         SELECT * FROM UNNEST($1::bigint[], $2::bigint[]) ORDER BY 1
-         ON CONFLICT (owner_id) DO UPDATE
-            SET last_box_id = box_sequences.last_box_id + EXCLUDED.last_box_id
-         RETURNING owner_id, last_box_id",
-    )
-    .bind(&owners)
-    .bind(&counts)
-    .fetch_all(&mut *tx)
-    .await?;
-    let mut next: std::collections::HashMap<i64, i64> = lasts
-        .into_iter()
-        .zip(&counts)
-        .map(|((owner, last), count)| (owner, last - count + 1))
-        .collect();
     let now = chrono::Utc::now().timestamp();
     let mut bodies = BodyColumns::default();
     let mut boxes = BoxColumns::default();
     let mut composed = Vec::with_capacity(claimed.len());
-    for (i, body_id, owners) in claimed {
+    for (i, body_id, box_ids) in claimed {
         let m = &sends[i];
-        let mut box_ids = Vec::with_capacity(owners.len());
-        for owner in owners {
-            let slot = next.get_mut(&owner).ok_or_else(|| {
-                sqlx::Error::Protocol(format!("no box id was handed out for owner {owner}"))
-            })?;
-            box_ids.push((owner, *slot));
-            *slot += 1;
-        }
         let views = owner_views(m, &box_ids, now, 0, 0);
         bodies.push(body_id, m, now);
         for v in &views {
@@ -364,33 +355,35 @@ pub async fn send_many(
         }
         composed.push((i, compose(m, body_id, &box_ids, views)));
     }
-    // Bodies and boxes; the keys already name their body.
-    sqlx::query(
-        "WITH body AS (
-            INSERT INTO message_bodies (id, sender_id, text, date, silent, noforwards)
-            SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[], $6::bool[])
-         )
-         INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, date)
-         SELECT * FROM UNNEST($7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])",
-    )
-    .bind(&bodies.ids)
-    .bind(&bodies.senders)
-    .bind(&bodies.texts)
-    .bind(&bodies.dates)
-    .bind(&bodies.silent)
-    .bind(&bodies.noforwards)
-    .bind(&boxes.owners)
-    .bind(&boxes.ids)
-    .bind(&boxes.peers)
-    .bind(&boxes.bodies)
-    .bind(&boxes.out)
-    .bind(&boxes.dates)
-    .execute(&mut *tx)
-    .await?;
-    let mut ids = outbox
-        .enqueue(&mut tx, composed.iter().flat_map(|(_, c)| &c.rows))
-        .await?
-        .into_iter();
+    // Bodies, boxes and outbox rows in one statement; the keys already name their body.
+    static WRITE: LazyLock<String> = LazyLock::new(|| {
+        Staged::statement(
+            "body AS (
+                INSERT INTO message_bodies (id, sender_id, text, date, silent, noforwards)
+                SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bool[], $6::bool[])
+             ), boxes AS (
+                INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, date)
+                SELECT * FROM UNNEST($7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bool[], $12::bigint[])
+             )",
+            13,
+        )
+    });
+    let staged = outbox.stage(composed.iter().flat_map(|(_, c)| &c.rows));
+    let query = sqlx::query_as(WRITE.as_str())
+        .bind(&bodies.ids)
+        .bind(&bodies.senders)
+        .bind(&bodies.texts)
+        .bind(&bodies.dates)
+        .bind(&bodies.silent)
+        .bind(&bodies.noforwards)
+        .bind(&boxes.owners)
+        .bind(&boxes.ids)
+        .bind(&boxes.peers)
+        .bind(&boxes.bodies)
+        .bind(&boxes.out)
+        .bind(&boxes.dates);
+    let returned = staged.bind(query).fetch_all(&mut *tx).await?;
+    let mut ids = staged.ids(returned)?.into_iter();
     tx.commit().await?;
     for (i, c) in composed {
         let mine = ids.by_ref().take(c.rows.len()).collect();
@@ -398,6 +391,9 @@ pub async fn send_many(
     }
     Ok(outcomes)
 }
+
+/// Each owner's box id of one message, owners ascending.
+type BoxIds = Vec<(i64, i64)>;
 
 /// The message_bodies rows of a group, as columns.
 #[derive(Default)]

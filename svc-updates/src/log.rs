@@ -1,8 +1,11 @@
 //! The update log's SQL: assigning pts under the user's row lock, and reading slices back.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    sync::LazyLock,
+};
 
-use oxigram_outbox::{NewRow, Outbox};
+use oxigram_outbox::{NewRow, Outbox, Staged};
 use oxigram_proto::{
     internal::v1::Appended,
     types::v1::{PtsUpdate, PushJob, Update, UpdatesState, UserEvent},
@@ -29,9 +32,10 @@ pub struct Written {
     pub jobs: Vec<NewRow>,
 }
 
-/// Appends events, assigning pts per user; events already logged keep their pts. Five statements whatever the batch:
-/// lock every user's state row (ascending ids, so concurrent batches never deadlock), find
-/// the events already logged, insert the new ones, move the users' pts, write the push jobs.
+/// Appends events, assigning pts per user; events already logged keep their pts. Two
+/// statements whatever the batch (and a trim when a user's log outgrew its retention): lock
+/// the users and find the events already logged; write the new events, the users' pts and
+/// the push jobs.
 pub async fn append(
     pool: &PgPool,
     outbox: &Outbox,
@@ -41,48 +45,44 @@ pub async fn append(
     let mut users: Vec<i64> = events.iter().map(|e| e.event.user_id).collect();
     users.sort_unstable();
     users.dedup();
-    let mut tx = pool.begin().await?;
-    // Locks the users' state rows until commit: the only writers of their pts.
-    let mut state: BTreeMap<i64, (i32, i32)> = sqlx::query(
-        "INSERT INTO user_state (user_id) SELECT * FROM UNNEST($1::bigint[]) ORDER BY 1
-         ON CONFLICT (user_id) DO UPDATE SET updated_at = now()
-         RETURNING user_id, pts, trimmed_pts",
-    )
-    .bind(&users)
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| {
-        Ok((
-            r.try_get("user_id")?,
-            (r.try_get("pts")?, r.try_get("trimmed_pts")?),
-        ))
-    })
-    .collect::<Result<_, sqlx::Error>>()?;
     let (event_users, event_ids): (Vec<i64>, Vec<Uuid>) =
         events.iter().map(|e| (e.event.user_id, e.event_id)).unzip();
-    // Index update_log_event, probed once per event: the LIMIT keeps the lateral subquery a
-    // nested loop, where a plain join planned while the log was small stays a hash join over
-    // a scan of every partition.
-    let mut known: HashMap<(i64, Uuid), (i32, i32)> = sqlx::query(
-        "SELECT e.user_id, e.event_id, l.pts, l.pts_count
-         FROM UNNEST($1::bigint[], $2::uuid[]) AS e(user_id, event_id)
+    let mut tx = pool.begin().await?;
+    // One statement: lock every user's state row until commit (ascending ids, so concurrent
+    // batches never deadlock; the only writers of their pts), and find the events already
+    // logged (index update_log_event, probed once per event: the LIMIT keeps the lateral
+    // subquery a nested loop, where a plain join planned while the log was small stays a hash
+    // join over a scan of every partition). The lookup reads the statement's snapshot, taken
+    // before any lock wait: should another instance log one of these events meanwhile, the
+    // insert below breaks update_log_event and the whole batch fails and is retried, rather
+    // than logging the event twice.
+    let mut state: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+    let mut known: HashMap<(i64, Uuid), (i32, i32)> = HashMap::new();
+    let rows: Vec<(i64, Option<Uuid>, i32, i32)> = sqlx::query_as(
+        "WITH locked AS (
+            INSERT INTO user_state (user_id) SELECT * FROM UNNEST($1::bigint[]) ORDER BY 1
+            ON CONFLICT (user_id) DO UPDATE SET updated_at = now()
+            RETURNING user_id, pts, trimmed_pts
+         )
+         SELECT user_id, NULL::uuid, pts, trimmed_pts FROM locked
+         UNION ALL
+         SELECT e.user_id, e.event_id, l.pts, l.pts_count
+         FROM UNNEST($2::bigint[], $3::uuid[]) AS e(user_id, event_id)
          CROSS JOIN LATERAL (
             SELECT pts, pts_count FROM update_log
             WHERE user_id = e.user_id AND event_id = e.event_id LIMIT 1) l",
     )
+    .bind(&users)
     .bind(&event_users)
     .bind(&event_ids)
     .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| {
-        Ok((
-            (r.try_get("user_id")?, r.try_get("event_id")?),
-            (r.try_get("pts")?, r.try_get("pts_count")?),
-        ))
-    })
-    .collect::<Result<_, sqlx::Error>>()?;
+    .await?;
+    for (user_id, event_id, pts, other) in rows {
+        match event_id {
+            None => state.insert(user_id, (pts, other)),
+            Some(event_id) => known.insert((user_id, event_id), (pts, other)),
+        };
+    }
 
     let mut log = NewRows::default();
     let mut job_ids = Vec::new();
@@ -126,18 +126,6 @@ pub async fn append(
         });
     }
     if !jobs.is_empty() {
-        sqlx::query(
-            "INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
-             SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])",
-        )
-        .bind(&log.users)
-        .bind(&log.pts)
-        .bind(&log.counts)
-        .bind(&log.ids)
-        .bind(&log.dates)
-        .bind(&log.bodies)
-        .execute(&mut *tx)
-        .await?;
         // Retention, in steps of a tenth of it so the trim is rare and batched.
         let step = (retain as i32 / 10).max(1);
         let (mut moved_users, mut moved_pts, mut moved_trimmed) = (vec![], vec![], vec![]);
@@ -158,19 +146,35 @@ pub async fn append(
             moved_pts.push(pts);
             moved_trimmed.push(trimmed);
         }
-        // The rows are locked and exist: the upsert's update arm finds them by primary key.
-        sqlx::query(
-            "INSERT INTO user_state (user_id, pts, trimmed_pts)
-             SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[])
-             ON CONFLICT (user_id) DO UPDATE SET
-                pts = EXCLUDED.pts, trimmed_pts = EXCLUDED.trimmed_pts",
-        )
-        .bind(&moved_users)
-        .bind(&moved_pts)
-        .bind(&moved_trimmed)
-        .execute(&mut *tx)
-        .await?;
-        job_ids = outbox.enqueue(&mut tx, &jobs).await?;
+        // The log rows, the users' new pts (their rows are locked and exist: the upsert's
+        // update arm finds them by primary key) and the push jobs, in one statement.
+        static WRITE: LazyLock<String> = LazyLock::new(|| {
+            Staged::statement(
+                "log AS (
+                    INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
+                    SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])
+                 ), state AS (
+                    INSERT INTO user_state (user_id, pts, trimmed_pts)
+                    SELECT * FROM UNNEST($7::bigint[], $8::int[], $9::int[])
+                    ON CONFLICT (user_id) DO UPDATE SET
+                        pts = EXCLUDED.pts, trimmed_pts = EXCLUDED.trimmed_pts
+                 )",
+                10,
+            )
+        });
+        let staged = outbox.stage(&jobs);
+        let query = sqlx::query_as(WRITE.as_str())
+            .bind(&log.users)
+            .bind(&log.pts)
+            .bind(&log.counts)
+            .bind(&log.ids)
+            .bind(&log.dates)
+            .bind(&log.bodies)
+            .bind(&moved_users)
+            .bind(&moved_pts)
+            .bind(&moved_trimmed);
+        let returned = staged.bind(query).fetch_all(&mut *tx).await?;
+        job_ids = staged.ids(returned)?;
     }
     tx.commit().await?;
     Ok(Written {

@@ -13,9 +13,11 @@ mod fast_path;
 mod metrics;
 mod relay;
 
-use std::time::Duration;
+use std::{collections::HashMap, sync::LazyLock, time::Duration};
 
-use sqlx::{PgConnection, PgPool, migrate::Migrator};
+use sqlx::{
+    PgConnection, PgPool, Postgres, migrate::Migrator, postgres::PgArguments, query::QueryAs,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -71,41 +73,42 @@ impl Outbox {
     }
 
     /// Writes rows (for any destinations) inside the producer's transaction, in one statement;
-    /// they are due for the relay after `fast_path_grace`. Returns their ids in the order given. An event id already waiting for its destination
-    /// is kept once.
+    /// they are due for the relay after `fast_path_grace`. Returns their ids in the order given.
+    /// An event id already waiting for its destination is kept once.
     pub async fn enqueue<'a>(
         &self,
         tx: &mut PgConnection,
         rows: impl IntoIterator<Item = &'a NewRow>,
     ) -> Result<Vec<i64>, sqlx::Error> {
-        let (mut destinations, mut ids, mut payloads, mut traceparents) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for r in rows {
-            destinations.push(r.destination);
-            ids.push(r.event_id);
-            payloads.push(r.payload.as_slice());
-            traceparents.push(r.traceparent.as_deref());
-        }
-        if ids.is_empty() {
+        static SQL: LazyLock<String> = LazyLock::new(|| Staged::statement("", 1));
+        let staged = self.stage(rows);
+        if staged.is_empty() {
             return Ok(vec![]);
         }
-        let grace = self.config.fast_path_grace.as_millis() as i64;
-        sqlx::query_scalar(
-            "INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
-             SELECT e.destination, e.id, e.payload, e.traceparent, now() + $5 * interval '1 millisecond'
-             FROM UNNEST($1::text[], $2::uuid[], $3::bytea[], $4::text[])
-                WITH ORDINALITY AS e(destination, id, payload, traceparent, n)
-             ORDER BY e.n
-             ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
-             RETURNING id",
-        )
-        .bind(&destinations)
-        .bind(&ids)
-        .bind(&payloads)
-        .bind(&traceparents)
-        .bind(grace)
-        .fetch_all(tx)
-        .await
+        let returned = staged
+            .bind(sqlx::query_as(SQL.as_str()))
+            .fetch_all(tx)
+            .await?;
+        staged.ids(returned)
+    }
+
+    /// Rows to write inside a statement of the producer's own (see [`Staged`]), so that the
+    /// transaction's other writes and its outbox rows cost one round trip together.
+    pub fn stage<'a>(&self, rows: impl IntoIterator<Item = &'a NewRow>) -> Staged<'a> {
+        let mut staged = Staged {
+            destinations: Vec::new(),
+            event_ids: Vec::new(),
+            payloads: Vec::new(),
+            traceparents: Vec::new(),
+            grace_ms: self.config.fast_path_grace.as_millis() as i64,
+        };
+        for r in rows {
+            staged.destinations.push(r.destination);
+            staged.event_ids.push(r.event_id);
+            staged.payloads.push(r.payload.as_slice());
+            staged.traceparents.push(r.traceparent.as_deref());
+        }
+        staged
     }
 
     /// The fast path delivered these rows. They are deleted in batches by a background task
@@ -129,6 +132,92 @@ impl Outbox {
             self.config.clone(),
             destination,
         )
+    }
+}
+
+/// Outbox rows bound as columns, for a statement that writes them beside the producer's own
+/// rows ([`Staged::statement`]): [`Staged::bind`] binds the rows after the statement's own
+/// parameters, and [`Staged::ids`] reads the returned ids back in the order the rows were given.
+pub struct Staged<'a> {
+    destinations: Vec<&'static str>,
+    event_ids: Vec<Uuid>,
+    payloads: Vec<&'a [u8]>,
+    traceparents: Vec<Option<&'a str>>,
+    grace_ms: i64,
+}
+
+/// What a [`Staged::statement`] returns for each row: destination, event id, outbox id.
+pub type StagedRow = (String, Uuid, i64);
+
+impl Staged<'_> {
+    /// One statement: the producer's own data-modifying `WITH` items (`ctes`, whose
+    /// parameters end before `$first`), then the outbox rows, returning their ids.
+    pub fn statement(ctes: &str, first: usize) -> String {
+        let own = if ctes.is_empty() {
+            String::new()
+        } else {
+            format!("{ctes}, ")
+        };
+        format!(
+            "WITH {own}{} SELECT destination, event_id, id FROM outbox_rows",
+            Self::cte(first)
+        )
+    }
+
+    /// `outbox_rows AS (INSERT …)`, whose parameters are `$first` to `$first + 4`. A row whose
+    /// event is already waiting for its destination is kept once (unique outbox key).
+    fn cte(first: usize) -> String {
+        let [d, e, p, t, g] = [first, first + 1, first + 2, first + 3, first + 4];
+        format!(
+            "outbox_rows AS (
+                INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
+                SELECT r.destination, r.event_id, r.payload, r.traceparent,
+                       now() + ${g} * interval '1 millisecond'
+                FROM UNNEST(${d}::text[], ${e}::uuid[], ${p}::bytea[], ${t}::text[])
+                    WITH ORDINALITY AS r(destination, event_id, payload, traceparent, n)
+                ORDER BY r.n
+                ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
+                RETURNING destination, event_id, id)"
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.event_ids.is_empty()
+    }
+
+    /// Binds the rows as the next five parameters of `query`.
+    pub fn bind<'q>(
+        &'q self,
+        query: QueryAs<'q, Postgres, StagedRow, PgArguments>,
+    ) -> QueryAs<'q, Postgres, StagedRow, PgArguments> {
+        query
+            .bind(&self.destinations)
+            .bind(&self.event_ids)
+            .bind(&self.payloads)
+            .bind(&self.traceparents)
+            .bind(self.grace_ms)
+    }
+
+    /// The outbox ids of the staged rows, in the order they were staged.
+    pub fn ids(&self, returned: Vec<StagedRow>) -> Result<Vec<i64>, sqlx::Error> {
+        let by_key: HashMap<(String, Uuid), i64> = returned
+            .into_iter()
+            .map(|(destination, event_id, id)| ((destination, event_id), id))
+            .collect();
+        self.destinations
+            .iter()
+            .zip(&self.event_ids)
+            .map(|(destination, event_id)| {
+                by_key
+                    .get(&((*destination).to_owned(), *event_id))
+                    .copied()
+                    .ok_or_else(|| {
+                        sqlx::Error::Protocol(format!(
+                            "the outbox returned no id for {destination} {event_id}"
+                        ))
+                    })
+            })
+            .collect()
     }
 }
 
