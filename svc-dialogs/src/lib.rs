@@ -23,7 +23,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-dialogs until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.dialogs;
-    let server = GrpcServer::bind("dialogs", me.listen).await?;
+    let server = GrpcServer::bind("dialogs", me).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));

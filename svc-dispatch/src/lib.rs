@@ -26,7 +26,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-dispatch until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.dispatch;
-    let server = GrpcServer::bind("dispatch", me.listen).await?;
+    let server = GrpcServer::bind("dispatch", me).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));

@@ -58,7 +58,7 @@ pub struct Gateway {
 /// Runs svc-gateway until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.gateway;
-    let server = GrpcServer::bind("gateway", me.listen).await?;
+    let server = GrpcServer::bind("gateway", me).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let timeout = config.rpc_timeout();

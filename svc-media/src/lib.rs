@@ -21,7 +21,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-media until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.media;
-    let server = GrpcServer::bind("media", me.listen).await?;
+    let server = GrpcServer::bind("media", me).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let service = MediaService::new(pool.clone(), blobs::LocalBlobs::new(&config.media.blob_dir));

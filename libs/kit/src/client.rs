@@ -5,26 +5,30 @@ use std::time::Duration;
 
 use oxigram_telemetry::propagation::TracePropagation;
 use tokio_util::sync::CancellationToken;
-use tonic::{
-    service::interceptor::InterceptedService,
-    transport::{Channel, Endpoint},
-};
+use tonic::{service::interceptor::InterceptedService, transport::Endpoint};
 use tonic_health::pb::{
     HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
 };
 
-/// A channel to another service, carrying trace context.
-pub type GrpcChannel = InterceptedService<Channel, TracePropagation>;
+use crate::local::Link;
 
-/// A lazily connected channel: the first call connects, a broken connection reconnects.
+/// A channel to another service, carrying trace context.
+pub type GrpcChannel = InterceptedService<Link, TracePropagation>;
+
+/// A channel to `endpoint`: in-process when the service is served in this process at the
+/// time of a call ([`crate::local`]), otherwise lazily connected over the network (the
+/// first call connects, a broken connection reconnects).
 pub fn channel(endpoint: &str, timeout: Duration) -> anyhow::Result<GrpcChannel> {
-    let channel = Endpoint::from_shared(endpoint.to_owned())?
+    let remote = Endpoint::from_shared(endpoint.to_owned())?
         .connect_timeout(Duration::from_secs(2))
         .timeout(timeout)
         .tcp_nodelay(true)
         .http2_keep_alive_interval(Duration::from_secs(20))
         .connect_lazy();
-    Ok(InterceptedService::new(channel, TracePropagation))
+    Ok(InterceptedService::new(
+        Link::new(endpoint, remote, timeout),
+        TracePropagation,
+    ))
 }
 
 /// Waits, with capped exponential backoff, until the service at `endpoint` reports SERVING.

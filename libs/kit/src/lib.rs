@@ -1,9 +1,10 @@
 //! The server kit every oxigram service is built with: layered configuration, a gRPC server
-//! with health, reflection and trace propagation, client channels with deadlines, and
-//! graceful shutdown on SIGTERM/SIGINT.
+//! with health, reflection and trace propagation, client channels with deadlines (in-process
+//! when the callee serves in the same process), and graceful shutdown on SIGTERM/SIGINT.
 
 pub mod client;
 pub mod config;
+pub mod local;
 pub mod server;
 pub mod shutdown;
 pub mod startup;

@@ -1,18 +1,20 @@
 //! The gRPC server of one service: its routes plus health and reflection, the tracing layer
-//! that continues callers' traces, and graceful shutdown. Health starts NOT_SERVING; the
+//! that continues callers' traces, and graceful shutdown. While it serves, callers in the
+//! same process reach its routes in-process ([`crate::local`]). Health starts NOT_SERVING; the
 //! service flips it with [`Readiness`] once its migrations ran and its dependencies answer.
-
-use std::net::SocketAddr;
 
 use oxigram_telemetry::propagation::GrpcMakeSpan;
 use tokio_util::sync::CancellationToken;
-use tonic::{service::Routes, transport::Server};
+use tonic::{body::Body, service::Routes, transport::Server};
 use tonic_health::{
     ServingStatus,
     pb::health_server::HealthServer,
     server::{HealthReporter, HealthService},
 };
+use tower::{BoxError, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use tower_http::trace::TraceLayer;
+
+use crate::{ServiceAddr, local};
 
 /// Flips a service's health between NOT_SERVING and SERVING.
 #[derive(Clone)]
@@ -37,14 +39,18 @@ impl Readiness {
 /// One service's gRPC server, bound but not yet serving.
 pub struct GrpcServer {
     name: &'static str,
+    /// How clients name it: calls from this process to it stay in-process.
+    endpoint: String,
     listener: tokio::net::TcpListener,
     health: HealthServer<HealthService>,
     readiness: Readiness,
 }
 
 impl GrpcServer {
-    /// Binds `addr` now, so a taken port fails at start-up rather than later.
-    pub async fn bind(name: &'static str, addr: SocketAddr) -> anyhow::Result<Self> {
+    /// Binds the service's listen address now, so a taken port fails at start-up rather
+    /// than later.
+    pub async fn bind(name: &'static str, me: &ServiceAddr) -> anyhow::Result<Self> {
+        let addr = me.listen;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|e| anyhow::anyhow!("{name}: cannot listen on {addr}: {e}"))?;
@@ -54,6 +60,7 @@ impl GrpcServer {
         readiness.not_serving().await;
         Ok(Self {
             name,
+            endpoint: me.endpoint.clone(),
             listener,
             health,
             readiness,
@@ -84,13 +91,21 @@ impl GrpcServer {
         // No Nagle: a reply split over segments must not wait for the peer's delayed ACK.
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
+        let trace = TraceLayer::new_for_grpc().make_span_with(GrpcMakeSpan { service: self.name });
+        let traced = ServiceBuilder::new()
+            .layer(trace.clone())
+            .service(routes.clone().add_service(self.health.clone()));
+        let answered =
+            ServiceExt::<http::Request<Body>>::map_response(traced, |answer| answer.map(Body::new));
+        let in_process = ServiceExt::<http::Request<Body>>::map_err(answered, BoxError::from);
+        let _registration = local::register(&self.endpoint, BoxCloneSyncService::new(in_process));
         let readiness = self.readiness.clone();
         let stop = async move {
             shutdown.cancelled().await;
             readiness.not_serving().await;
         };
         Server::builder()
-            .layer(TraceLayer::new_for_grpc().make_span_with(GrpcMakeSpan { service: self.name }))
+            .layer(trace)
             .add_routes(routes)
             .add_service(self.health)
             .add_service(reflection)
