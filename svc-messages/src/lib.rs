@@ -48,7 +48,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         pool.clone(),
         outbox.clone(),
         to_updates.clone(),
-        FastPath::start(outbox.clone(), to_dialogs.clone()),
+        FastPath::start_lingering(
+            outbox.clone(),
+            to_dialogs.clone(),
+            std::time::Duration::from_millis(config.messages.dialogs_linger_ms),
+        ),
         config.messages.send_workers,
     );
     let service = MessagesService::new(pool.clone(), group);

@@ -135,7 +135,8 @@ pub struct UpdatesConfig {
     /// Updates kept per user; a client older than that gets "difference too long".
     pub retain_per_user: u32,
     /// Append transactions that may run at once, each for its share of the users; each takes
-    /// every append of its users queued meanwhile.
+    /// every append of its users queued meanwhile. One is fastest on a small machine: an
+    /// append of a send spans both its users, so it waits for every worker it touches.
     pub append_workers: usize,
 }
 
@@ -143,7 +144,7 @@ impl Default for UpdatesConfig {
     fn default() -> Self {
         Self {
             retain_per_user: 100_000,
-            append_workers: 2,
+            append_workers: 1,
         }
     }
 }
@@ -152,13 +153,21 @@ impl Default for UpdatesConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MessagesConfig {
-    /// Send transactions that may run at once; each takes every send queued meanwhile.
+    /// Send transactions that may run at once; each takes every send queued meanwhile. One
+    /// is fastest on a small machine: a second one mostly waits on the first one's box-id
+    /// row locks (two groups share owners), and makes each group smaller.
     pub send_workers: usize,
+    /// How long the hand-off of new messages to svc-dialogs waits to gather more, in ms:
+    /// nobody waits on it, and fewer, larger dialog transactions leave CPU to sends.
+    pub dialogs_linger_ms: u64,
 }
 
 impl Default for MessagesConfig {
     fn default() -> Self {
-        Self { send_workers: 2 }
+        Self {
+            send_workers: 1,
+            dialogs_linger_ms: 20,
+        }
     }
 }
 

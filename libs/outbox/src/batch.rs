@@ -2,6 +2,8 @@
 //! is queued right now and never wait for more, so a lone item goes at once and a burst that
 //! arrived during the previous round shares the next one.
 
+use std::time::Duration;
+
 use tokio::sync::mpsc;
 
 /// Waits for one item, then takes every item already queued until their `weight` reaches
@@ -11,7 +13,22 @@ pub async fn next_batch<T>(
     max: usize,
     weight: impl Fn(&T) -> usize,
 ) -> Option<Vec<T>> {
+    next_batch_lingering(rx, max, weight, Duration::ZERO).await
+}
+
+/// Like [`next_batch`], but waits `linger` after the first item before taking the rest, for
+/// consumers nobody waits on, where fewer and larger batches are worth a little delay. The
+/// timer starts only once an item is there: an idle queue costs no wake-ups.
+pub(crate) async fn next_batch_lingering<T>(
+    rx: &mut mpsc::Receiver<T>,
+    max: usize,
+    weight: impl Fn(&T) -> usize,
+    linger: Duration,
+) -> Option<Vec<T>> {
     let first = rx.recv().await?;
+    if !linger.is_zero() {
+        tokio::time::sleep(linger).await;
+    }
     let mut size = weight(&first);
     let mut batch = vec![first];
     while size < max {
@@ -24,4 +41,30 @@ pub async fn next_batch<T>(
         }
     }
     Some(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Items that arrive while the first one lingers share its batch; without a linger the
+    /// first one goes alone.
+    #[tokio::test]
+    async fn a_lingering_batch_takes_what_arrives_meanwhile() -> anyhow::Result<()> {
+        for (linger, expected) in [(Duration::ZERO, 1), (Duration::from_millis(300), 3)] {
+            let (tx, mut rx) = mpsc::channel(8);
+            tx.send(1).await?;
+            let later = tx.clone();
+            let sending = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                for i in 2..=3 {
+                    let _ = later.send(i).await;
+                }
+            });
+            let batch = next_batch_lingering(&mut rx, 100, |_| 1, linger).await;
+            assert_eq!(batch.map(|b| b.len()), Some(expected));
+            sending.await?;
+        }
+        Ok(())
+    }
 }
