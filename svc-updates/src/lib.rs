@@ -37,7 +37,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let service = UpdatesService::new(
         pool.clone(),
         outbox.clone(),
-        FastPath::start(outbox.clone(), to_dispatch.clone()),
+        FastPath::start_lingering(
+            outbox.clone(),
+            to_dispatch.clone(),
+            std::time::Duration::from_millis(config.updates.dispatch_linger_ms),
+        ),
         config.updates.retain_per_user,
         config.updates.append_workers,
     );

@@ -138,6 +138,11 @@ pub struct UpdatesConfig {
     /// every append of its users queued meanwhile. One is fastest on a small machine: an
     /// append of a send spans both its users, so it waits for every worker it touches.
     pub append_workers: usize,
+    /// How long the hand-off of push jobs to svc-dispatch waits to gather more, in ms. It
+    /// adds up to that to an idle system's push latency; under load, fewer and larger
+    /// dispatch transactions leave the CPU to sends, and pushes are no slower (measured with
+    /// `oxictl bench`: push p50 23 ms either way at 974 sends/s, send p50 19 → 14 ms).
+    pub dispatch_linger_ms: u64,
 }
 
 impl Default for UpdatesConfig {
@@ -145,6 +150,7 @@ impl Default for UpdatesConfig {
         Self {
             retain_per_user: 100_000,
             append_workers: 1,
+            dispatch_linger_ms: 10,
         }
     }
 }
