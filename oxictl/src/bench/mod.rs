@@ -54,6 +54,7 @@ mod device;
 mod drain;
 mod sender;
 mod stats;
+mod steal;
 
 use device::*;
 use sender::*;
@@ -332,6 +333,7 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         senders: args.senders,
         rate: args.rate,
     });
+    let cpu_before = steal::CpuTimes::now();
     let senders: Vec<JoinHandle<SenderReport>> = (0..args.senders)
         .map(|w| tokio::spawn(sender_task(w, ctx.clone())))
         .collect();
@@ -358,6 +360,9 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         skipped += r.skipped;
     }
     let send_end = Instant::now();
+    let steal_pct = cpu_before
+        .zip(steal::CpuTimes::now())
+        .and_then(|(before, after)| before.steal_pct(after));
     let warm_us = warm_end.duration_since(shared.t0).as_micros() as u64;
     let end_us = end.duration_since(shared.t0).as_micros() as u64;
     for r in &records {
@@ -760,6 +765,7 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
     put("warmup_s", json!(args.warmup));
     put("rate_target", num(args.rate));
     put("rate_skipped", json!(skipped));
+    put("cpu_steal_pct", num(steal_pct.map(round3)));
     put("sent", json!(records.len()));
     put("persisted", json!(persisted.len()));
     put("measured_sends", json!(measured_ok));
