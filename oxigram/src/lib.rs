@@ -1,6 +1,7 @@
 //! The oxigram launcher: runs any set of the six services in one process (each on its own
-//! port; they still call each other over gRPC), and `up`, which also brings a private Postgres
-//! and Redis for a newcomer's machine.
+//! port for other processes; among themselves their calls stay in-process, see
+//! `oxigram_kit::local`), and `up`, which also brings a private Postgres and Redis for a
+//! newcomer's machine.
 
 use std::{path::PathBuf, str::FromStr, sync::Arc};
 
