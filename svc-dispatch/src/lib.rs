@@ -36,7 +36,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         Duration::from_secs(config.gateway.route_ttl_secs),
     );
     let to_gateways = Arc::new(push::ToGateways::new(routes, config.rpc_timeout()));
-    let fast_path = FastPath::start(outbox.clone(), to_gateways.clone());
+    let fast_path = FastPath::start(
+        outbox.clone(),
+        to_gateways.clone(),
+        std::time::Duration::ZERO,
+    );
     let service = DispatchService::new(pool.clone(), outbox.clone(), fast_path);
     let relay = outbox.relay(to_gateways);
     let readiness = server.readiness();

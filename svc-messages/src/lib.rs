@@ -12,7 +12,7 @@ mod handoff;
 mod service;
 mod store;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use oxigram_kit::{Config, GrpcServer, startup};
 use oxigram_outbox::{FastPath, Outbox};
@@ -48,11 +48,9 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         pool.clone(),
         outbox.clone(),
         to_updates.clone(),
-        FastPath::start_lingering(
-            outbox.clone(),
-            to_dialogs.clone(),
-            std::time::Duration::from_millis(config.messages.dialogs_linger_ms),
-        ),
+        // No linger: a read with max_id 0 counts what svc-dialogs has applied, so a message
+        // held back here would be left out of that count but not out of the reader's log.
+        FastPath::start(outbox.clone(), to_dialogs.clone(), Duration::ZERO),
         config.messages.send_workers,
     );
     let service = MessagesService::new(pool.clone(), group);

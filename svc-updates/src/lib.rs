@@ -37,7 +37,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let service = UpdatesService::new(
         pool.clone(),
         outbox.clone(),
-        FastPath::start_lingering(
+        FastPath::start(
             outbox.clone(),
             to_dispatch.clone(),
             std::time::Duration::from_millis(config.updates.dispatch_linger_ms),

@@ -140,8 +140,8 @@ pub struct UpdatesConfig {
     pub append_workers: usize,
     /// How long the hand-off of push jobs to svc-dispatch waits to gather more, in ms. It
     /// adds up to that to an idle system's push latency; under load, fewer and larger
-    /// dispatch transactions leave the CPU to sends, and pushes are no slower (measured with
-    /// `oxictl bench`: push p50 23 ms either way at 974 sends/s, send p50 19 → 14 ms).
+    /// dispatch transactions leave the CPU to sends, and pushes end up no slower (README,
+    /// Benchmarks).
     pub dispatch_linger_ms: u64,
 }
 
@@ -163,17 +163,11 @@ pub struct MessagesConfig {
     /// is fastest on a small machine: a second one mostly waits on the first one's box-id
     /// row locks (two groups share owners), and makes each group smaller.
     pub send_workers: usize,
-    /// How long the hand-off of new messages to svc-dialogs waits to gather more, in ms:
-    /// nobody waits on it, and fewer, larger dialog transactions leave CPU to sends.
-    pub dialogs_linger_ms: u64,
 }
 
 impl Default for MessagesConfig {
     fn default() -> Self {
-        Self {
-            send_workers: 1,
-            dialogs_linger_ms: 20,
-        }
+        Self { send_workers: 1 }
     }
 }
 

@@ -17,8 +17,8 @@ pub async fn next_batch<T>(
 }
 
 /// Like [`next_batch`], but waits `linger` after the first item before taking the rest, for
-/// consumers nobody waits on, where fewer and larger batches are worth a little delay. The
-/// timer starts only once an item is there: an idle queue costs no wake-ups.
+/// consumers where fewer and larger batches are worth a little delay. The timer starts only
+/// once an item is there: an idle queue costs no wake-ups.
 pub(crate) async fn next_batch_lingering<T>(
     rx: &mut mpsc::Receiver<T>,
     max: usize,

@@ -30,19 +30,11 @@ pub struct FastPath {
 }
 
 impl FastPath {
-    /// Starts the delivery loop. Must be called inside a Tokio runtime.
-    pub fn start<D: Destination>(outbox: Outbox, destination: Arc<D>) -> Self {
-        Self::start_lingering(outbox, destination, Duration::ZERO)
-    }
-
-    /// Like [`FastPath::start`], for a destination nobody waits on: each call waits `linger`
-    /// after its first hand-off, so the hand-offs of that while share it. Fewer, larger calls
-    /// make fewer transactions at the destination, and that CPU goes to the paths people wait on.
-    pub fn start_lingering<D: Destination>(
-        outbox: Outbox,
-        destination: Arc<D>,
-        linger: Duration,
-    ) -> Self {
+    /// Starts the delivery loop. Must be called inside a Tokio runtime. With a non-zero
+    /// `linger`, each call waits that long after its first hand-off so the hand-offs of that
+    /// while share it: fewer, larger calls make fewer transactions at the destination, and
+    /// that CPU goes to the paths people wait on. Zero delivers at once.
+    pub fn start<D: Destination>(outbox: Outbox, destination: Arc<D>, linger: Duration) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE);
         tokio::spawn(deliver_loop(outbox, destination, rx, linger));
         Self { queue }
