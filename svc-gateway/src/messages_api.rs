@@ -148,9 +148,11 @@ impl Messages for MessagesApi {
         let owner_id = me.user()?;
         let r = request.into_inner();
         self.0.check_peer(r.peer_user_id).await?;
+        // Through svc-messages, which first waits for svc-dialogs to hold every message sent
+        // before this read.
         let read = self
             .0
-            .dialogs
+            .messages
             .clone()
             .read_history(internal::ReadHistoryRequest {
                 owner_id,

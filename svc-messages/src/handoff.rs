@@ -24,6 +24,11 @@ impl ToDialogs {
             client: DialogsClient::new(channel),
         }
     }
+
+    /// A client of svc-dialogs on the same channel, for the calls that go through this service.
+    pub fn client(&self) -> DialogsClient<GrpcChannel> {
+        self.client.clone()
+    }
 }
 
 impl Destination for ToDialogs {

@@ -5,11 +5,13 @@
 //! sends that arrive together share that transaction (group commit). Commit is PERSISTED.
 //! Right after commit the events go to svc-updates directly (the fast path, so the response
 //! can carry the sender's pts), and to svc-dialogs beside the answer; the relays deliver
-//! whatever is left.
+//! whatever is left. Reads of a dialog go through here so they wait until svc-dialogs has
+//! applied the messages committed before them.
 
 mod group_commit;
 mod handoff;
 mod service;
+mod settle;
 mod store;
 
 use std::{sync::Arc, time::Duration};
@@ -48,12 +50,16 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         pool.clone(),
         outbox.clone(),
         to_updates.clone(),
-        // No linger: a read with max_id 0 counts what svc-dialogs has applied, so a message
-        // held back here would be left out of that count but not out of the reader's log.
-        FastPath::start(outbox.clone(), to_dialogs.clone(), Duration::ZERO),
+        // A read waits for what is held back here (settle.rs), so the linger cannot make it
+        // miss messages the reader already has.
+        FastPath::start(
+            outbox.clone(),
+            to_dialogs.clone(),
+            Duration::from_millis(config.messages.dialogs_linger_ms),
+        ),
         config.messages.send_workers,
     );
-    let service = MessagesService::new(pool.clone(), group);
+    let service = MessagesService::new(pool.clone(), group, to_dialogs.client());
     let updates_relay = outbox.relay(to_updates);
     let dialogs_relay = outbox.relay(to_dialogs);
     let readiness = server.readiness();

@@ -292,3 +292,85 @@ async fn offline_device_converges() -> anyhow::Result<()> {
     assert_eq!(messages.len(), 50);
     Ok(())
 }
+
+/// svc-dialogs learns of messages a second late here, yet a read made right after the sends
+/// covers every message the reader's log holds, and counts the rest as unread: the reader's
+/// devices (which apply the log) and the server agree at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_right_after_sends_covers_them() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    config.messages.dialogs_linger_ms = 1000;
+    let system = System::start_with(config, ground, Mode::OneProcess).await?;
+    let (alice, bob) = pair(&system, "15554001", "15554002").await?;
+    let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
+    let read = |max_id: i64| {
+        let bob = &bob;
+        async move {
+            anyhow::Ok(
+                bob.messages()
+                    .read_history(ReadHistoryRequest {
+                        peer_user_id: alice_id,
+                        max_id,
+                    })
+                    .await?
+                    .into_inner(),
+            )
+        }
+    };
+
+    for i in 0..3 {
+        alice.send(bob_id, 4000 + i, &format!("m{i}")).await?;
+    }
+    // max_id 0: everything the reader has.
+    let first = read(0).await?;
+    assert_eq!(
+        first.pts_count, 1,
+        "the read moved the watermark: {first:?}"
+    );
+    // Two more; the reader reads up to the first of them by id.
+    for i in 3..5 {
+        alice.send(bob_id, 4000 + i, &format!("m{i}")).await?;
+    }
+    let ids: Vec<i64> = bob.history(alice_id).await?.iter().map(|m| m.id).collect();
+    anyhow::ensure!(ids.len() == 5, "bob's box: {ids:?}");
+    let (newest, fourth, third) = (ids[0], ids[1], ids[2]);
+    assert_eq!(read(fourth).await?.pts_count, 1);
+
+    let mut views = BTreeMap::new();
+    let mut messages = BTreeMap::new();
+    let mut reads = Vec::new();
+    for d in bob.full_difference(0).await?.0 {
+        for u in &d.updates {
+            apply(&mut views, &mut messages, u);
+            if let Some(update::Kind::ReadHistoryInbox(r)) =
+                u.update.as_ref().and_then(|u| u.kind.as_ref())
+            {
+                reads.push((r.max_id, r.still_unread_count));
+            }
+        }
+    }
+    assert_eq!(reads, vec![(third, 0), (fourth, 1)]);
+    let page = bob.dialogs_page().await?;
+    let dialog = page
+        .dialogs
+        .iter()
+        .find(|d| d.peer_user_id == alice_id)
+        .context("bob's dialog with alice")?;
+    let server = DialogView {
+        top: dialog.top_message_id,
+        read_inbox: dialog.read_inbox_max_id,
+        read_outbox: dialog.read_outbox_max_id,
+        unread: dialog.unread_count,
+    };
+    assert_eq!(
+        server,
+        DialogView {
+            top: newest,
+            read_inbox: fourth,
+            read_outbox: 0,
+            unread: 1
+        }
+    );
+    assert_eq!(views.get(&alice_id), Some(&server));
+    Ok(())
+}
