@@ -150,6 +150,8 @@ pub(super) enum Via {
 pub(super) struct Shared {
     pub(super) run: String,
     pub(super) t0: Instant,
+    /// The wall clock at t0, to date stall episodes.
+    pub(super) wall0: chrono::DateTime<chrono::Utc>,
     /// Bench messages some recipient's online device applied (seq), for the grace wait.
     pub(super) received: Mutex<HashSet<u64>>,
 }

@@ -53,6 +53,7 @@ mod baseline;
 mod device;
 mod drain;
 mod sender;
+mod stalls;
 mod stats;
 mod steal;
 
@@ -284,6 +285,7 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
     let shared = Arc::new(Shared {
         run: run.clone(),
         t0: Instant::now(),
+        wall0: chrono::Utc::now(),
         received: Mutex::new(HashSet::new()),
     });
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -381,6 +383,12 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         .map(|r| r.end_us.saturating_sub(r.start_us))
         .collect();
     send_lat.sort_unstable();
+    let (slow_sends, stall_episodes) = stalls::stalls(
+        records
+            .iter()
+            .filter(|r| r.outcome.is_ok() && r.start_us >= warm_us)
+            .map(|r| (r.start_us, r.end_us.saturating_sub(r.start_us))),
+    );
     let measured_ok = records
         .iter()
         .filter(|r| r.outcome.is_ok() && r.end_us >= warm_us && r.end_us <= end_us)
@@ -394,6 +402,13 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         sends_per_s,
         fmt_ms(pct_ms(&send_lat, 50.0)),
         fmt_ms(pct_ms(&send_lat, 99.0)),
+    ));
+
+    out.line(format!(
+        "  sends over {} ms: {slow_sends}, in {} stall episodes; worst: {}",
+        stalls::SLOW_SEND.as_millis(),
+        stall_episodes.len(),
+        stalls::to_json(&stall_episodes, shared.wall0)
     ));
 
     // Grace: every persisted message should reach its recipient's online device.
@@ -770,6 +785,12 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
     put("persisted", json!(persisted.len()));
     put("measured_sends", json!(measured_ok));
     put("send_max_ms", num(pct_ms(&send_lat, 100.0)));
+    put("slow_sends", json!(slow_sends));
+    put("stall_episodes", json!(stall_episodes.len()));
+    put(
+        "worst_stalls",
+        stalls::to_json(&stall_episodes, shared.wall0),
+    );
     put("push_samples", json!(push_lat.len()));
     put("push_max_ms", num(pct_ms(&push_lat, 100.0)));
     put("delivered_by_push", json!(via_stream));
@@ -822,6 +843,7 @@ mod tests {
         Arc::new(Shared {
             run: "r".into(),
             t0: Instant::now(),
+            wall0: chrono::Utc::now(),
             received: Mutex::new(HashSet::new()),
         })
     }
