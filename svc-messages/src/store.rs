@@ -49,6 +49,23 @@ pub enum SendOutcome {
 
 const MESSAGE_COLUMNS: &str = "b.box_id, b.peer_user_id, b.out, b.reply_to_box_id, b.date, \
      m.sender_id, m.text, m.silent, m.noforwards, m.edit_date";
+/// The columns of message_boxes that [`with_bodies`] reads.
+const BOX_COLUMNS: &str = "box_id, peer_user_id, out, reply_to_box_id, date, body_id";
+
+/// The messages of a query of boxes (selecting [`BOX_COLUMNS`], a page at most), each box's
+/// body probed by primary key. A plain join may be planned as a hash join over a scan of every
+/// body ever sent, whose cost grows with the whole service: getDifference's 98 boxes took 7 ms
+/// that way against 15 000 bodies, and 1.2 ms probed.
+fn with_bodies(boxes: &str, order: &str) -> String {
+    format!(
+        "SELECT {MESSAGE_COLUMNS} FROM ({boxes}) b
+         CROSS JOIN LATERAL (
+             SELECT sender_id, text, silent, noforwards, edit_date FROM message_bodies
+             WHERE id = b.body_id LIMIT 1
+         ) m
+         ORDER BY b.box_id {order}"
+    )
+}
 
 fn message_from_row(r: &PgRow) -> Result<Message, sqlx::Error> {
     Ok(Message {
@@ -646,11 +663,14 @@ pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, s
     // -(s + limit) <= k < -s.
     let mut window = Vec::new();
     if s < 0 && has_anchor {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
-             WHERE b.owner_id = $1 AND b.peer_user_id = $2 AND NOT b.deleted
-               AND b.box_id >= $3 AND b.date >= $4 AND b.box_id < $5 AND b.box_id > $6
-             ORDER BY b.box_id ASC LIMIT $7"
+        let rows = sqlx::query(sqlx::AssertSqlSafe(with_bodies(
+            &format!(
+                "SELECT {BOX_COLUMNS} FROM message_boxes
+                 WHERE owner_id = $1 AND peer_user_id = $2 AND NOT deleted
+                   AND box_id >= $3 AND date >= $4 AND box_id < $5 AND box_id > $6
+                 ORDER BY box_id ASC LIMIT $7"
+            ),
+            "ASC",
         )))
         .bind(w.owner)
         .bind(w.peer)
@@ -676,11 +696,14 @@ pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, s
     // Before the anchor: the j-th (from 0) is in the window when max(0, s) <= j < s + limit.
     let older_end = s + limit;
     if older_end > 0 {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
-             WHERE b.owner_id = $1 AND b.peer_user_id = $2 AND NOT b.deleted
-               AND b.box_id < $3 AND b.date < $4 AND b.box_id < $5 AND b.box_id > $6
-             ORDER BY b.box_id DESC LIMIT $7"
+        let rows = sqlx::query(sqlx::AssertSqlSafe(with_bodies(
+            &format!(
+                "SELECT {BOX_COLUMNS} FROM message_boxes
+                 WHERE owner_id = $1 AND peer_user_id = $2 AND NOT deleted
+                   AND box_id < $3 AND date < $4 AND box_id < $5 AND box_id > $6
+                 ORDER BY box_id DESC LIMIT $7"
+            ),
+            "DESC",
         )))
         .bind(w.owner)
         .bind(w.peer)
@@ -698,11 +721,19 @@ pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, s
     Ok(window)
 }
 
-/// The owner's messages with these ids, in their current state (primary key of message_boxes).
+/// The owner's messages with these ids, in their current state: one probe of the primary key of
+/// message_boxes per distinct id (a scan of the owner's boxes filtered by the ids would grow
+/// with her whole history), then one of message_bodies.
 pub async fn by_ids(pool: &PgPool, owner: i64, ids: &[i64]) -> Result<Vec<Message>, sqlx::Error> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT {MESSAGE_COLUMNS} FROM message_boxes b JOIN message_bodies m ON m.id = b.body_id
-         WHERE b.owner_id = $1 AND b.box_id = ANY($2) AND NOT b.deleted ORDER BY b.box_id"
+    let rows = sqlx::query(sqlx::AssertSqlSafe(with_bodies(
+        &format!(
+            "SELECT hit.* FROM (SELECT DISTINCT unnest($2::bigint[]) AS box_id) wanted
+             CROSS JOIN LATERAL (
+                 SELECT {BOX_COLUMNS} FROM message_boxes
+                 WHERE owner_id = $1 AND box_id = wanted.box_id AND NOT deleted LIMIT 1
+             ) hit"
+        ),
+        "ASC",
     )))
     .bind(owner)
     .bind(ids)
