@@ -79,6 +79,28 @@ async fn every_table_is_in_its_services_schema() -> anyhow::Result<()> {
             assert_eq!(homes, [schema], "{table} lives only in {schema}");
         }
     }
+    // The shared autovacuum policy (libs/storage's migration): every stored table of a service
+    // but its queues waits for 20 000 changed rows; the queues keep their frequent vacuum.
+    let policies = sqlx::query(
+        "SELECT n.nspname AS schema, c.relname AS table, coalesce(c.reloptions, '{}') AS options
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.relkind = 'r' AND n.nspname = ANY($1)",
+    )
+    .bind(SCHEMAS)
+    .fetch_all(&mut db)
+    .await?;
+    assert!(policies.len() > 2 * SCHEMAS.len());
+    for row in &policies {
+        let (schema, table, options): (String, String, Vec<String>) = (
+            row.try_get("schema")?,
+            row.try_get("table")?,
+            row.try_get("options")?,
+        );
+        let relaxed = options.contains(&"autovacuum_vacuum_threshold=20000".to_owned())
+            && options.contains(&"autovacuum_analyze_threshold=20000".to_owned());
+        let queue = ["outbox", "inbox", "_sqlx_migrations"].contains(&table.as_str());
+        assert_eq!(relaxed, !queue, "{schema}.{table}: {options:?}");
+    }
     Ok(())
 }
 

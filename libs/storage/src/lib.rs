@@ -37,8 +37,13 @@ pub fn connect_lazy(url: &str, schema: &str, pool_size: u32) -> anyhow::Result<P
         .connect_lazy_with(options))
 }
 
+/// The policy every service schema gets after its own migrations and the outbox's (autovacuum
+/// thresholds of its hot tables).
+pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
 /// Creates the schema when missing and applies `migrators` (the service's own first, then
-/// those of shared libraries such as the outbox) into it, as one ordered set.
+/// those of shared libraries such as the outbox), then this crate's [`MIGRATOR`], into it, as
+/// one ordered set.
 ///
 /// Boxed so that callers' futures stay provably `Send` (sqlx's migrator is generic over lifetimes).
 pub fn migrate<'a>(
@@ -53,6 +58,7 @@ async fn migrate_inner(pool: &PgPool, schema: &str, migrators: &[&Migrator]) -> 
     anyhow::ensure!(is_identifier(schema), "invalid schema name {schema:?}");
     let migrations = migrators
         .iter()
+        .chain([&&MIGRATOR])
         .flat_map(|m| m.iter().cloned())
         .collect::<Vec<_>>();
     let combined = Migrator::with_migrations(migrations);
