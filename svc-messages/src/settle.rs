@@ -36,6 +36,9 @@ pub async fn dialogs_caught_up(pool: &PgPool, cap: Duration) -> Result<bool, sql
     let deadline = Instant::now() + cap;
     let mut pause = FIRST_POLL;
     loop {
+        // Rows were pending at the last look (or just now): pause before the next one.
+        tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
+        pause = (pause * 2).min(MAX_POLL);
         // Index outbox_due again; rows past `newest` are later sends, which need not wait.
         let pending: bool = sqlx::query_scalar(
             "SELECT EXISTS (SELECT 1 FROM outbox WHERE destination = $1 AND status = 0 AND id <= $2)",
@@ -47,11 +50,8 @@ pub async fn dialogs_caught_up(pool: &PgPool, cap: Duration) -> Result<bool, sql
         if !pending {
             return Ok(true);
         }
-        let now = Instant::now();
-        if now >= deadline {
+        if Instant::now() >= deadline {
             return Ok(false);
         }
-        tokio::time::sleep(pause.min(deadline - now)).await;
-        pause = (pause * 2).min(MAX_POLL);
     }
 }

@@ -663,28 +663,31 @@ pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, s
     // -(s + limit) <= k < -s.
     let mut window = Vec::new();
     if s < 0 && has_anchor {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(with_bodies(
-            &format!(
-                "SELECT {BOX_COLUMNS} FROM message_boxes
-                 WHERE owner_id = $1 AND peer_user_id = $2 AND NOT deleted
-                   AND box_id >= $3 AND date >= $4 AND box_id < $5 AND box_id > $6
-                 ORDER BY box_id ASC LIMIT $7"
-            ),
-            "ASC",
-        )))
-        .bind(w.owner)
-        .bind(w.peer)
-        .bind(if anchor_id == i64::MAX { 0 } else { anchor_id })
-        .bind(if anchor_date == i64::MAX {
-            0
-        } else {
-            anchor_date
-        })
-        .bind(upper)
-        .bind(lower)
-        .bind(-s)
-        .fetch_all(pool)
-        .await?;
+        static AT_OR_AFTER: LazyLock<String> = LazyLock::new(|| {
+            with_bodies(
+                &format!(
+                    "SELECT {BOX_COLUMNS} FROM message_boxes
+                     WHERE owner_id = $1 AND peer_user_id = $2 AND NOT deleted
+                       AND box_id >= $3 AND date >= $4 AND box_id < $5 AND box_id > $6
+                     ORDER BY box_id ASC LIMIT $7"
+                ),
+                "ASC",
+            )
+        });
+        let rows = sqlx::query(AT_OR_AFTER.as_str())
+            .bind(w.owner)
+            .bind(w.peer)
+            .bind(if anchor_id == i64::MAX { 0 } else { anchor_id })
+            .bind(if anchor_date == i64::MAX {
+                0
+            } else {
+                anchor_date
+            })
+            .bind(upper)
+            .bind(lower)
+            .bind(-s)
+            .fetch_all(pool)
+            .await?;
         let skip = (-(s + limit)).max(0) as usize;
         window = rows
             .iter()
@@ -696,24 +699,27 @@ pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, s
     // Before the anchor: the j-th (from 0) is in the window when max(0, s) <= j < s + limit.
     let older_end = s + limit;
     if older_end > 0 {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(with_bodies(
-            &format!(
-                "SELECT {BOX_COLUMNS} FROM message_boxes
-                 WHERE owner_id = $1 AND peer_user_id = $2 AND NOT deleted
-                   AND box_id < $3 AND date < $4 AND box_id < $5 AND box_id > $6
-                 ORDER BY box_id DESC LIMIT $7"
-            ),
-            "DESC",
-        )))
-        .bind(w.owner)
-        .bind(w.peer)
-        .bind(anchor_id)
-        .bind(anchor_date)
-        .bind(upper)
-        .bind(lower)
-        .bind(older_end)
-        .fetch_all(pool)
-        .await?;
+        static BEFORE: LazyLock<String> = LazyLock::new(|| {
+            with_bodies(
+                &format!(
+                    "SELECT {BOX_COLUMNS} FROM message_boxes
+                     WHERE owner_id = $1 AND peer_user_id = $2 AND NOT deleted
+                       AND box_id < $3 AND date < $4 AND box_id < $5 AND box_id > $6
+                     ORDER BY box_id DESC LIMIT $7"
+                ),
+                "DESC",
+            )
+        });
+        let rows = sqlx::query(BEFORE.as_str())
+            .bind(w.owner)
+            .bind(w.peer)
+            .bind(anchor_id)
+            .bind(anchor_date)
+            .bind(upper)
+            .bind(lower)
+            .bind(older_end)
+            .fetch_all(pool)
+            .await?;
         for row in rows.iter().skip(s.max(0) as usize) {
             window.push(message_from_row(row)?);
         }
@@ -725,19 +731,22 @@ pub async fn history(pool: &PgPool, w: &HistoryWindow) -> Result<Vec<Message>, s
 /// message_boxes per distinct id (a scan of the owner's boxes filtered by the ids would grow
 /// with her whole history), then one of message_bodies.
 pub async fn by_ids(pool: &PgPool, owner: i64, ids: &[i64]) -> Result<Vec<Message>, sqlx::Error> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(with_bodies(
-        &format!(
-            "SELECT hit.* FROM (SELECT DISTINCT unnest($2::bigint[]) AS box_id) wanted
-             CROSS JOIN LATERAL (
-                 SELECT {BOX_COLUMNS} FROM message_boxes
-                 WHERE owner_id = $1 AND box_id = wanted.box_id AND NOT deleted LIMIT 1
-             ) hit"
-        ),
-        "ASC",
-    )))
-    .bind(owner)
-    .bind(ids)
-    .fetch_all(pool)
-    .await?;
+    static BY_IDS: LazyLock<String> = LazyLock::new(|| {
+        with_bodies(
+            &format!(
+                "SELECT hit.* FROM (SELECT DISTINCT unnest($2::bigint[]) AS box_id) wanted
+                 CROSS JOIN LATERAL (
+                     SELECT {BOX_COLUMNS} FROM message_boxes
+                     WHERE owner_id = $1 AND box_id = wanted.box_id AND NOT deleted LIMIT 1
+                 ) hit"
+            ),
+            "ASC",
+        )
+    });
+    let rows = sqlx::query(BY_IDS.as_str())
+        .bind(owner)
+        .bind(ids)
+        .fetch_all(pool)
+        .await?;
     rows.iter().map(message_from_row).collect()
 }
