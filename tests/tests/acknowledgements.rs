@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use anyhow::Context;
 use oxigram_proto::{
-    api::v1::{AckRequest, GetDeviceStateRequest, ReadHistoryRequest},
+    api::v1::{AckRequest, Dialog, GetDeviceStateRequest, ReadHistoryRequest},
     types::v1::{PtsUpdate, update},
 };
 use oxigram_tests::{Mode, System, TestClient, client::next_update};
@@ -150,6 +150,18 @@ struct DialogView {
     unread: i32,
 }
 
+impl DialogView {
+    /// The server's dialog, as a device's view would hold it.
+    fn of(d: &Dialog) -> Self {
+        Self {
+            top: d.top_message_id,
+            read_inbox: d.read_inbox_max_id,
+            read_outbox: d.read_outbox_max_id,
+            unread: d.unread_count,
+        }
+    }
+}
+
 fn apply(
     views: &mut BTreeMap<i64, DialogView>,
     messages: &mut BTreeMap<i64, String>,
@@ -266,12 +278,7 @@ async fn offline_device_converges() -> anyhow::Result<()> {
         .await?;
     for d in &server.dialogs {
         let mine = views.get(&d.peer_user_id).cloned().unwrap_or_default();
-        let theirs = DialogView {
-            top: d.top_message_id,
-            read_inbox: d.read_inbox_max_id,
-            read_outbox: d.read_outbox_max_id,
-            unread: d.unread_count,
-        };
+        let theirs = DialogView::of(d);
         assert_eq!(
             mine, theirs,
             "the tablet's view of the dialog with {}",
@@ -356,12 +363,7 @@ async fn a_read_right_after_sends_covers_them() -> anyhow::Result<()> {
         .iter()
         .find(|d| d.peer_user_id == alice_id)
         .context("bob's dialog with alice")?;
-    let server = DialogView {
-        top: dialog.top_message_id,
-        read_inbox: dialog.read_inbox_max_id,
-        read_outbox: dialog.read_outbox_max_id,
-        unread: dialog.unread_count,
-    };
+    let server = DialogView::of(dialog);
     assert_eq!(
         server,
         DialogView {
