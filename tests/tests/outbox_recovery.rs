@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use oxigram::Target;
+use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
 use oxigram_tests::{Mode, System, eventually};
+use prost::Message as _;
 use sqlx::Row;
 
 async fn recovers(mode: Mode) -> anyhow::Result<()> {
@@ -26,12 +28,16 @@ async fn recovers(mode: Mode) -> anyhow::Result<()> {
     );
 
     let mut db = system.db().await?;
-    let pending: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM messages.outbox WHERE destination = 'updates' AND status = 0",
+    let pending: (i64, Option<i64>) = sqlx::query_as(
+        "SELECT count(*), sum(items) FROM messages.outbox WHERE destination = 'updates' AND status = 0",
     )
     .fetch_one(&mut db)
     .await?;
-    assert_eq!(pending, 2, "one event per owner waits in the outbox");
+    assert_eq!(
+        pending,
+        (1, Some(2)),
+        "one event per owner waits in the outbox, in one row"
+    );
 
     system.start_service(Target::Updates)?;
     system.wait_serving(Target::Updates).await?;
@@ -84,6 +90,69 @@ async fn updates_stopped_gracefully_in_one_process() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_process_killed() -> anyhow::Result<()> {
     recovers(Mode::Processes).await
+}
+
+/// A row written before rows were framed (one bare event in the row's own columns) is still
+/// delivered after an upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_from_before_framing_is_delivered() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let mut alice = system.device().await?;
+    let alice_id = alice.sign_up("15550161", "Alice").await?.id;
+    let mut bob = system.device().await?;
+    let bob_id = bob.sign_up("15550162", "Bob").await?.id;
+    let event_id = uuid::Uuid::new_v4();
+    let event = UserEvent {
+        event_id: event_id.to_string(),
+        user_id: bob_id,
+        pts_count: 1,
+        date: 1_700_000_000,
+        update: Some(Update {
+            kind: Some(update::Kind::NewMessage(UpdateNewMessage {
+                message: Some(Message {
+                    id: 1,
+                    peer_user_id: alice_id,
+                    from_user_id: alice_id,
+                    date: 1_700_000_000,
+                    text: "written before framing".into(),
+                    ..Default::default()
+                }),
+            })),
+        }),
+        origin_auth_key_id: 0,
+        peer_box_id: 1,
+    };
+    let mut db = system.db().await?;
+    sqlx::query(
+        "INSERT INTO messages.outbox (destination, event_id, payload) VALUES ('updates', $1, $2)",
+    )
+    .bind(event_id)
+    .bind(event.encode_to_vec())
+    .execute(&mut db)
+    .await?;
+    let diff = eventually(Duration::from_secs(20), "Bob's difference", || async {
+        let d = bob.difference(0).await?;
+        Ok((!d.updates.is_empty()).then_some(d))
+    })
+    .await?;
+    assert_eq!(diff.updates.len(), 1);
+    let logged = diff.updates[0]
+        .update
+        .as_ref()
+        .and_then(|u| u.kind.as_ref());
+    assert!(
+        matches!(logged, Some(update::Kind::NewMessage(n))
+            if n.message.as_ref().map(|m| m.text.as_str()) == Some("written before framing")),
+        "the row's event was logged: {logged:?}"
+    );
+    eventually(Duration::from_secs(20), "the row to be deleted", || async {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM messages.outbox")
+            .fetch_one(&mut system.db().await?)
+            .await?;
+        Ok((left == 0).then_some(()))
+    })
+    .await?;
+    Ok(())
 }
 
 /// Receivers forget event ids past their retention, and keep the recent ones.

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use crate::{MAX_CALL, OutboxMessage};
+
 /// Waits for one item, then takes every item already queued until their `weight` reaches
 /// `max`. `None` once the queue is closed and empty.
 pub async fn next_batch<T>(
@@ -41,6 +43,24 @@ pub(crate) async fn next_batch_lingering<T>(
         }
     }
     Some(batch)
+}
+
+/// Rows' events (each row's id and its events) as calls of at most [`MAX_CALL`] events, with
+/// the row id of each event. A row is never split between two calls, so that each row is
+/// acknowledged, deleted or retried as a whole.
+pub(crate) fn calls(rows: Vec<(i64, Vec<OutboxMessage>)>) -> Vec<(Vec<i64>, Vec<OutboxMessage>)> {
+    let mut calls: Vec<(Vec<i64>, Vec<OutboxMessage>)> = Vec::new();
+    for (id, events) in rows {
+        let n = events.len();
+        match calls.last_mut() {
+            Some((ids, batch)) if batch.len() + n <= MAX_CALL => {
+                ids.extend(std::iter::repeat_n(id, n));
+                batch.extend(events);
+            }
+            _ => calls.push((vec![id; n], events)),
+        }
+    }
+    calls
 }
 
 #[cfg(test)]

@@ -4,18 +4,17 @@
 //! relay batch would, without the relay's claim. What the fast path fails to deliver stays in
 //! the outbox for the relay, after its grace.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use crate::{NewRow, Outbox, OutboxMessage, batch::next_batch_lingering, relay::Destination};
+use crate::{
+    MAX_CALL, NewRow, Outbox, OutboxMessage, batch::next_batch_lingering, relay::Destination,
+};
 
 /// Hand-offs waiting before they are left to the relay.
 const QUEUE: usize = 4096;
-
-/// Rows one call takes at most.
-const MAX_CALL: usize = 1000;
 
 /// Committed rows and their outbox ids, as [`Outbox::enqueue`] returned them.
 struct HandOffBatch {
@@ -61,28 +60,84 @@ async fn deliver_loop<D: Destination>(
     while let Some(hand_offs) =
         next_batch_lingering(&mut rx, MAX_CALL, |h| h.rows.len(), linger).await
     {
-        let (mut ids, mut rows) = (Vec::new(), Vec::new());
-        for h in hand_offs {
-            ids.extend(h.ids);
-            rows.extend(h.rows);
+        for (ids, batch) in calls(hand_offs) {
+            let span = crate::relay::delivery_span::<D>(outbox.schema, &batch);
+            match destination.deliver(&batch).instrument(span).await {
+                Ok(()) => outbox.ack(D::NAME, ids),
+                Err(error) => {
+                    tracing::warn!(destination = D::NAME, %error, events = batch.len(), "fast-path delivery failed; the relay will retry");
+                }
+            }
         }
-        let batch: Vec<OutboxMessage> = ids
-            .iter()
-            .zip(rows)
-            .map(|(&id, r)| OutboxMessage {
+    }
+}
+
+/// The hand-offs' events as calls (see [`crate::batch::calls`]); a row's events may have been
+/// handed off apart.
+fn calls(hand_offs: Vec<HandOffBatch>) -> Vec<(Vec<i64>, Vec<OutboxMessage>)> {
+    // Each row's events, rows in the order first seen.
+    let mut rows: Vec<(i64, Vec<OutboxMessage>)> = Vec::new();
+    let mut place: HashMap<i64, usize> = HashMap::new();
+    for h in hand_offs {
+        for (id, r) in h.ids.into_iter().zip(h.rows) {
+            let at = *place.entry(id).or_insert_with(|| {
+                rows.push((id, Vec::new()));
+                rows.len() - 1
+            });
+            rows[at].1.push(OutboxMessage {
                 id,
                 event_id: r.event_id,
                 payload: r.payload,
                 attempts: 0,
                 traceparent: r.traceparent,
+            });
+        }
+    }
+    crate::batch::calls(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn hand_off(ids: &[i64]) -> HandOffBatch {
+        HandOffBatch {
+            ids: ids.to_vec(),
+            rows: ids
+                .iter()
+                .map(|_| NewRow {
+                    destination: "dialogs",
+                    event_id: Uuid::new_v4(),
+                    payload: vec![],
+                    traceparent: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Calls stay within the receivers' limit, and a row's events, even when handed off
+    /// apart, share one call.
+    #[test]
+    fn calls_never_split_a_row() {
+        let big = vec![1; MAX_CALL - 1];
+        let calls = calls(vec![hand_off(&big), hand_off(&[2, 2, 1]), hand_off(&[3])]);
+        let shapes: Vec<(usize, Vec<i64>)> = calls
+            .iter()
+            .map(|(ids, batch)| {
+                let mut rows = ids.clone();
+                rows.dedup();
+                (batch.len(), rows)
             })
             .collect();
-        let span = crate::relay::delivery_span::<D>(outbox.schema, &batch);
-        match destination.deliver(&batch).instrument(span).await {
-            Ok(()) => outbox.ack(D::NAME, ids),
-            Err(error) => {
-                tracing::warn!(destination = D::NAME, %error, rows = batch.len(), "fast-path delivery failed; the relay will retry");
-            }
+        assert_eq!(
+            shapes,
+            vec![(MAX_CALL, vec![1]), (3, vec![2, 3])],
+            "row 1's late event joins its row; row 2 does not fit beside it"
+        );
+        for (ids, batch) in &calls {
+            assert!(ids.iter().zip(batch).all(|(id, m)| *id == m.id));
         }
     }
 }

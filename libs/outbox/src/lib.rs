@@ -1,15 +1,17 @@
 //! The transactional outbox: every arrow between services that carries a fact.
 //!
-//! The producer writes its rows and an outbox row in one local transaction ([`Outbox::enqueue`]).
-//! Right after commit it hands the event off itself and acks the row (the fast path: its own
-//! call, or a [`FastPath`] loop). A row still there after `fast_path_grace` is the [`Relay`]'s:
+//! The producer writes its rows and its events in one local transaction ([`Outbox::enqueue`]);
+//! the events of one destination share an outbox row (`frame`). Right after commit it hands
+//! the events off itself and acks their rows (the fast path: its own call, or a [`FastPath`]
+//! loop). A row still there after `fast_path_grace` is the [`Relay`]'s:
 //! it claims due rows in batches (`FOR UPDATE SKIP LOCKED`), leases
 //! them by moving `available_at` forward, delivers, and deletes what was delivered; failures are
 //! retried with capped exponential backoff until `max_attempts`, then kept as failed. The
-//! receiver deduplicates by event id ([`first_delivery`]), so a replay is harmless.
+//! receiver deduplicates by event id ([`first_deliveries`]), so a replay is harmless.
 
 mod batch;
 mod fast_path;
+mod frame;
 mod metrics;
 mod relay;
 
@@ -24,7 +26,12 @@ use uuid::Uuid;
 
 pub use batch::next_batch;
 pub use fast_path::FastPath;
+pub use frame::MAX_ROW_ITEMS;
 pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
+
+/// Most events one delivery carries, the relay's and the fast path's alike: every receiver
+/// (svc-updates, svc-dialogs, svc-dispatch, the gateways) takes this many in one call.
+pub const MAX_CALL: usize = 1000;
 
 /// The outbox and inbox tables, applied into each service's schema next to its own migrations.
 pub static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
@@ -72,9 +79,10 @@ impl Outbox {
         }
     }
 
-    /// Writes rows (for any destinations) inside the producer's transaction, in one statement;
-    /// they are due for the relay after `fast_path_grace`. Returns their ids in the order given.
-    /// An event id already waiting for its destination is kept once.
+    /// Writes events (for any destinations) inside the producer's transaction, in one
+    /// statement; they are due for the relay after `fast_path_grace`. Returns the id of each
+    /// event's row, in the order given: hand off all the events of a call together, since an
+    /// ack removes a whole row.
     pub async fn enqueue<'a>(
         &self,
         tx: &mut PgConnection,
@@ -93,28 +101,66 @@ impl Outbox {
     }
 
     /// Rows to write inside a statement of the producer's own (see [`Staged`]), so that the
-    /// transaction's other writes and its outbox rows cost one round trip together.
+    /// transaction's other writes and its outbox rows cost one round trip together. The
+    /// events of one destination share a row ([`frame`]); an event given twice for the same
+    /// destination is written once.
     pub fn stage<'a>(&self, rows: impl IntoIterator<Item = &'a NewRow>) -> Staged<'a> {
+        // Each destination's distinct events, in the order first given.
+        let mut by_destination: Vec<(&'static str, Vec<&'a NewRow>)> = Vec::new();
+        // For each event given: (its destination's place above, its place in that list).
+        let mut places = Vec::new();
+        let mut seen: HashMap<(&'static str, Uuid), (usize, usize)> = HashMap::new();
+        for r in rows {
+            let place = *seen.entry((r.destination, r.event_id)).or_insert_with(|| {
+                let d = match by_destination.iter().position(|(d, _)| *d == r.destination) {
+                    Some(d) => d,
+                    None => {
+                        by_destination.push((r.destination, Vec::new()));
+                        by_destination.len() - 1
+                    }
+                };
+                by_destination[d].1.push(r);
+                (d, by_destination[d].1.len() - 1)
+            });
+            places.push(place);
+        }
         let mut staged = Staged {
             destinations: Vec::new(),
             event_ids: Vec::new(),
             payloads: Vec::new(),
             traceparents: Vec::new(),
+            items: Vec::new(),
+            item_rows: Vec::new(),
             grace_ms: self.config.fast_path_grace.as_millis() as i64,
         };
-        for r in rows {
-            staged.destinations.push(r.destination);
-            staged.event_ids.push(r.event_id);
-            staged.payloads.push(r.payload.as_slice());
-            staged.traceparents.push(r.traceparent.as_deref());
+        // The first row of each destination's list.
+        let mut first_row = Vec::with_capacity(by_destination.len());
+        for (destination, events) in &by_destination {
+            first_row.push(staged.destinations.len());
+            for chunk in events.chunks(frame::MAX_ROW_ITEMS) {
+                staged.destinations.push(destination);
+                // A row is named after its first event: distinct within a statement.
+                staged.event_ids.push(chunk[0].event_id);
+                staged.traceparents.push(chunk[0].traceparent.as_deref());
+                staged.payloads.push(frame::encode(chunk.iter().copied()));
+                staged.items.push(chunk.len() as i32);
+            }
         }
+        staged.item_rows = places
+            .into_iter()
+            .map(|(d, at)| first_row[d] + at / frame::MAX_ROW_ITEMS)
+            .collect();
         staged
     }
 
     /// The fast path delivered these rows. They are deleted in batches by a background task
     /// (their grace keeps the relay away meanwhile; a lost ack only means a harmless replay).
-    pub fn ack(&self, destination: &'static str, ids: Vec<i64>) {
+    /// `ids` are those [`Outbox::enqueue`] returned, one per event: every event of a row must
+    /// have been delivered.
+    pub fn ack(&self, destination: &'static str, mut ids: Vec<i64>) {
         metrics::delivered(self.schema, destination, "fast_path", ids.len() as u64);
+        ids.sort_unstable();
+        ids.dedup();
         if let Err(mpsc::error::TrySendError::Full(ids) | mpsc::error::TrySendError::Closed(ids)) =
             self.acks.try_send(ids)
         {
@@ -137,12 +183,16 @@ impl Outbox {
 
 /// Outbox rows bound as columns, for a statement that writes them beside the producer's own
 /// rows ([`Staged::statement`]): [`Staged::bind`] binds the rows after the statement's own
-/// parameters, and [`Staged::ids`] reads the returned ids back in the order the rows were given.
+/// parameters, and [`Staged::ids`] gives back, for each event staged, the id of its row.
 pub struct Staged<'a> {
     destinations: Vec<&'static str>,
     event_ids: Vec<Uuid>,
-    payloads: Vec<&'a [u8]>,
+    payloads: Vec<Vec<u8>>,
     traceparents: Vec<Option<&'a str>>,
+    /// Events per row.
+    items: Vec<i32>,
+    /// For each event staged, the row that holds it.
+    item_rows: Vec<usize>,
     grace_ms: i64,
 }
 
@@ -164,19 +214,17 @@ impl Staged<'_> {
         )
     }
 
-    /// `outbox_rows AS (INSERT …)`, whose parameters are `$first` to `$first + 4`. A row whose
-    /// event is already waiting for its destination is kept once (unique outbox key).
+    /// `outbox_rows AS (INSERT …)`, whose parameters are `$first` to `$first + 5`.
     fn cte(first: usize) -> String {
-        let [d, e, p, t, g] = [first, first + 1, first + 2, first + 3, first + 4];
+        let [d, e, p, t, i, g] = [first, first + 1, first + 2, first + 3, first + 4, first + 5];
         format!(
             "outbox_rows AS (
-                INSERT INTO outbox (destination, event_id, payload, traceparent, available_at)
-                SELECT r.destination, r.event_id, r.payload, r.traceparent,
+                INSERT INTO outbox (destination, event_id, payload, traceparent, items, framed, available_at)
+                SELECT r.destination, r.event_id, r.payload, r.traceparent, r.items, true,
                        now() + ${g} * interval '1 millisecond'
-                FROM UNNEST(${d}::text[], ${e}::uuid[], ${p}::bytea[], ${t}::text[])
-                    WITH ORDINALITY AS r(destination, event_id, payload, traceparent, n)
+                FROM UNNEST(${d}::text[], ${e}::uuid[], ${p}::bytea[], ${t}::text[], ${i}::int[])
+                    WITH ORDINALITY AS r(destination, event_id, payload, traceparent, items, n)
                 ORDER BY r.n
-                ON CONFLICT (destination, event_id) DO UPDATE SET destination = EXCLUDED.destination
                 RETURNING destination, event_id, id)"
         )
     }
@@ -185,7 +233,7 @@ impl Staged<'_> {
         self.event_ids.is_empty()
     }
 
-    /// Binds the rows as the next five parameters of `query`.
+    /// Binds the rows as the next six parameters of `query`.
     pub fn bind<'q>(
         &'q self,
         query: QueryAs<'q, Postgres, StagedRow, PgArguments>,
@@ -195,16 +243,18 @@ impl Staged<'_> {
             .bind(&self.event_ids)
             .bind(&self.payloads)
             .bind(&self.traceparents)
+            .bind(&self.items)
             .bind(self.grace_ms)
     }
 
-    /// The outbox ids of the staged rows, in the order they were staged.
+    /// The outbox id of each event staged, in the order the events were given.
     pub fn ids(&self, returned: Vec<StagedRow>) -> Result<Vec<i64>, sqlx::Error> {
         let by_key: HashMap<(String, Uuid), i64> = returned
             .into_iter()
             .map(|(destination, event_id, id)| ((destination, event_id), id))
             .collect();
-        self.destinations
+        let row_ids = self
+            .destinations
             .iter()
             .zip(&self.event_ids)
             .map(|(destination, event_id)| {
@@ -217,7 +267,8 @@ impl Staged<'_> {
                         ))
                     })
             })
-            .collect()
+            .collect::<Result<Vec<i64>, sqlx::Error>>()?;
+        Ok(self.item_rows.iter().map(|&row| row_ids[row]).collect())
     }
 }
 

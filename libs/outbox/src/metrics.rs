@@ -22,17 +22,17 @@ fn get() -> &'static OutboxMetrics {
         };
         oxigram_telemetry::metrics::register(
             "outbox_delivered",
-            "Outbox rows delivered, by path (fast_path or relay)",
+            "Outbox events delivered, by path (fast_path or relay)",
             m.delivered.clone(),
         );
         oxigram_telemetry::metrics::register(
             "outbox_retried",
-            "Outbox rows whose delivery failed and will be retried",
+            "Outbox events whose delivery failed and will be retried",
             m.retried.clone(),
         );
         oxigram_telemetry::metrics::register(
             "outbox_failed",
-            "Outbox rows that ran out of attempts (terminal failures)",
+            "Outbox events whose rows ran out of attempts (terminal failures)",
             m.failed.clone(),
         );
         m

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::metrics;
+use crate::{batch, frame, metrics};
 
 /// How a relay paces itself.
 #[derive(Debug, Clone)]
@@ -136,57 +136,86 @@ impl<D: Destination> Relay<D> {
         );
     }
 
-    /// Claims and delivers one batch; returns how many rows it claimed.
+    /// Claims and delivers one batch of rows; returns how many rows it claimed. Their events
+    /// go out in calls of at most [`crate::MAX_CALL`] events, a row never split between two calls, so
+    /// each row is deleted or retried as a whole.
     pub async fn round(&self) -> Result<usize, sqlx::Error> {
-        let batch = self.claim().await?;
-        if batch.is_empty() {
-            return Ok(0);
-        }
-        let outcome = self
-            .destination
-            .deliver(&batch)
-            .instrument(delivery_span::<D>(self.schema, &batch))
-            .await;
-        let ids: Vec<i64> = batch.iter().map(|m| m.id).collect();
-        match outcome {
-            Ok(()) => {
-                sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
-                    .bind(&ids)
-                    .execute(&self.pool)
-                    .await?;
-                metrics::delivered(self.schema, D::NAME, "relay", ids.len() as u64);
-            }
-            Err(error) => {
-                tracing::warn!(destination = D::NAME, %error, rows = ids.len(), "outbox delivery failed");
-                let failed: i64 = sqlx::query(
-                    "WITH moved AS (
-                        UPDATE outbox SET
-                            status = CASE WHEN attempts >= $2 THEN 2 ELSE 0 END,
-                            available_at = now() + LEAST($4::float8, $3::float8 * power(2, attempts - 1))
-                                * (0.8 + random() * 0.4) * interval '1 millisecond',
-                            last_error = $5
-                        WHERE id = ANY($1)
-                        RETURNING status)
-                     SELECT count(*) FILTER (WHERE status = 2) FROM moved",
-                )
-                .bind(&ids)
-                .bind(self.config.max_attempts as i32)
-                .bind(self.config.backoff_base.as_millis() as f64)
-                .bind(self.config.backoff_max.as_millis() as f64)
-                .bind(error)
-                .fetch_one(&self.pool)
-                .await?
-                .try_get(0)?;
-                metrics::failed(self.schema, D::NAME, failed as u64);
-                metrics::retried(self.schema, D::NAME, ids.len() as u64 - failed as u64);
+        let rows = self.claim().await?;
+        let claimed = rows.len();
+        // Rows whose payload cannot be read: retried, then kept as failed, like a refusal.
+        let mut unreadable: Vec<(i64, String)> = Vec::new();
+        let mut readable = Vec::with_capacity(claimed);
+        for row in rows {
+            let id = row.id;
+            match frame::decode(row) {
+                Ok(events) => readable.push((id, events)),
+                Err(error) => unreadable.push((id, error)),
             }
         }
-        Ok(ids.len())
+        let mut delivered: Vec<i64> = Vec::new();
+        let mut events_delivered = 0;
+        for (ids, batch) in batch::calls(readable) {
+            let outcome = self
+                .destination
+                .deliver(&batch)
+                .instrument(delivery_span::<D>(self.schema, &batch))
+                .await;
+            match outcome {
+                Ok(()) => {
+                    delivered.extend(ids);
+                    events_delivered += batch.len();
+                }
+                Err(error) => {
+                    tracing::warn!(destination = D::NAME, %error, events = batch.len(), "outbox delivery failed");
+                    self.retry_later(&ids, error).await?;
+                }
+            }
+        }
+        for (id, error) in unreadable {
+            tracing::warn!(destination = D::NAME, %error, row = id, "outbox row unreadable");
+            self.retry_later(&[id], error).await?;
+        }
+        if !delivered.is_empty() {
+            sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
+                .bind(&delivered)
+                .execute(&self.pool)
+                .await?;
+            metrics::delivered(self.schema, D::NAME, "relay", events_delivered as u64);
+        }
+        Ok(claimed)
+    }
+
+    /// Backs off rows whose delivery failed, or keeps them as failed once out of attempts
+    /// (primary key of outbox).
+    async fn retry_later(&self, ids: &[i64], error: String) -> Result<(), sqlx::Error> {
+        let (retried, failed): (i64, i64) = sqlx::query_as(
+            "WITH moved AS (
+                UPDATE outbox SET
+                    status = CASE WHEN attempts >= $2 THEN 2 ELSE 0 END,
+                    available_at = now() + LEAST($4::float8, $3::float8 * power(2, attempts - 1))
+                        * (0.8 + random() * 0.4) * interval '1 millisecond',
+                    last_error = $5
+                WHERE id = ANY($1)
+                RETURNING status, items)
+             SELECT coalesce(sum(items) FILTER (WHERE status = 0), 0),
+                    coalesce(sum(items) FILTER (WHERE status = 2), 0)
+             FROM moved",
+        )
+        .bind(ids)
+        .bind(self.config.max_attempts as i32)
+        .bind(self.config.backoff_base.as_millis() as f64)
+        .bind(self.config.backoff_max.as_millis() as f64)
+        .bind(error)
+        .fetch_one(&self.pool)
+        .await?;
+        metrics::failed(self.schema, D::NAME, failed as u64);
+        metrics::retried(self.schema, D::NAME, retried as u64);
+        Ok(())
     }
 
     /// Leases a batch of due rows (index `outbox_due` to pick them, the primary key to move them:
-    /// an `IN (subquery)` here would hash-join a scan of the whole table).
-    async fn claim(&self) -> Result<Vec<OutboxMessage>, sqlx::Error> {
+    /// an `IN (subquery)` here would hash-join a scan of the whole table), oldest first.
+    async fn claim(&self) -> Result<Vec<frame::StoredRow>, sqlx::Error> {
         let rows = sqlx::query(
             "UPDATE outbox SET available_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
              WHERE id = ANY(ARRAY(
@@ -195,7 +224,7 @@ impl<D: Destination> Relay<D> {
                 ORDER BY available_at, id
                 LIMIT $2
                 FOR UPDATE SKIP LOCKED))
-             RETURNING id, event_id, payload, attempts, traceparent",
+             RETURNING id, event_id, payload, attempts, traceparent, framed",
         )
         .bind(D::NAME)
         .bind(self.config.batch_size as i64)
@@ -205,12 +234,13 @@ impl<D: Destination> Relay<D> {
         let mut batch = rows
             .into_iter()
             .map(|r| {
-                Ok(OutboxMessage {
+                Ok(frame::StoredRow {
                     id: r.try_get("id")?,
                     event_id: r.try_get("event_id")?,
                     payload: r.try_get("payload")?,
                     attempts: r.try_get("attempts")?,
                     traceparent: r.try_get("traceparent")?,
+                    framed: r.try_get("framed")?,
                 })
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()?;

@@ -13,10 +13,11 @@ pub(super) struct DrainOutcome {
     pub(super) failed_after: i64,
 }
 
-/// (pending, failed) push rows in dispatch's outbox.
+/// (pending, failed) push jobs in dispatch's outbox (a row carries several).
 async fn push_backlog(db: &PgPool) -> anyhow::Result<(i64, i64)> {
     let row: (i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE status = 0), count(*) FILTER (WHERE status <> 0)
+        "SELECT coalesce(sum(items) FILTER (WHERE status = 0), 0),
+                coalesce(sum(items) FILTER (WHERE status <> 0), 0)
          FROM dispatch.outbox WHERE destination = 'push'",
     )
     .fetch_one(db)
