@@ -19,9 +19,9 @@ use uuid::Uuid;
 pub const MAX_RECEIPT_PEERS: i64 = 1000;
 
 /// Applies events once each (the inbox skips replays); returns how many were new. A batch
-/// costs the same four statements whatever its size: record the event ids; create the missing
-/// dialogs and lock all touched ones in key order (so batches and reads never deadlock); record
-/// the incoming messages; move each dialog's top message and unread count once.
+/// costs the same two statements whatever its size: record the event ids; then, in one
+/// statement, record the incoming messages and move each dialog's top message and unread
+/// count once (creating the dialogs that are missing).
 pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32, sqlx::Error> {
     let mut tx = pool.begin().await?;
     let ids: Vec<Uuid> = events.iter().map(|(id, _)| *id).collect();
@@ -52,81 +52,42 @@ pub async fn apply(pool: &PgPool, events: Vec<(Uuid, UserEvent)>) -> Result<i32,
         tx.commit().await?;
         return Ok(applied);
     }
-    let (owners, peers): (Vec<i64>, Vec<i64>) = tops.keys().copied().unzip();
-    // Creates the missing dialogs and locks all of them in key order, returning their state,
-    // in one upsert (primary key of dialogs: an index probe per key, whatever the table's size).
-    let current: BTreeMap<(i64, i64), (i64, i64, i32)> = sqlx::query(
-        "INSERT INTO dialogs (owner_id, peer_user_id)
-         SELECT * FROM UNNEST($1::bigint[], $2::bigint[]) ORDER BY 1, 2
-         ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET unread_count = dialogs.unread_count
-         RETURNING owner_id, peer_user_id, top_message_id, read_inbox_max_id, unread_count",
-    )
-    .bind(&owners)
-    .bind(&peers)
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| {
-        Ok((
-            (r.try_get("owner_id")?, r.try_get("peer_user_id")?),
-            (
-                r.try_get("top_message_id")?,
-                r.try_get("read_inbox_max_id")?,
-                r.try_get("unread_count")?,
-            ),
-        ))
-    })
-    .collect::<Result<_, sqlx::Error>>()?;
-    // Primary key of dialog_incoming: a message already recorded does not count twice.
-    let new_incoming: Vec<(i64, i64, i64)> = sqlx::query_as(
-        "INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
-         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
-         ON CONFLICT DO NOTHING RETURNING owner_id, peer_user_id, box_id",
-    )
-    .bind(incoming.iter().map(|i| i.0).collect::<Vec<_>>())
-    .bind(incoming.iter().map(|i| i.1).collect::<Vec<_>>())
-    .bind(incoming.iter().map(|i| i.2).collect::<Vec<_>>())
-    .bind(incoming.iter().map(|i| i.3).collect::<Vec<_>>())
-    .fetch_all(&mut *tx)
-    .await?;
-    let mut arrived: BTreeMap<(i64, i64), Vec<i64>> = BTreeMap::new();
-    for (owner, peer, id) in new_incoming {
-        arrived.entry((owner, peer)).or_default().push(id);
-    }
-    let (mut top_ids, mut top_dates, mut unread) = (vec![], vec![], vec![]);
-    for (key, (top_id, top_date)) in &tops {
-        let (was_top, read_max, was_unread) = current.get(key).copied().unwrap_or((0, 0, 0));
-        let added = arrived
-            .get(key)
-            .map_or(0, |ids| ids.iter().filter(|id| **id > read_max).count())
-            as i32;
-        let (id, date) = if *top_id > was_top {
-            (*top_id, *top_date)
-        } else {
-            (was_top, -1)
-        };
-        top_ids.push(id);
-        top_dates.push(date);
-        unread.push(was_unread + added);
-    }
-    // The dialogs are locked and exist: the upsert always takes its update arm, found by the
-    // primary key (an UPDATE … FROM UNNEST would hash-join a scan of every partition).
-    sqlx::query(
-        "INSERT INTO dialogs (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
-         SELECT * FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::int[])
+    // Primary key of dialog_incoming: a message already recorded does not count twice. The
+    // dialogs are upserted in key order, so batches and reads (which lock in the same order)
+    // never deadlock, and by primary key (an UPDATE … FROM UNNEST would hash-join a scan of
+    // every partition). A dialog's update arm works on its latest version, after any read
+    // that held it: a message counts as unread only above the watermark that read left.
+    static APPLY: &str = "WITH arrived AS (
+            INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
+            SELECT * FROM UNNEST($5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
+            ON CONFLICT DO NOTHING RETURNING owner_id, peer_user_id, box_id
+         )
+         INSERT INTO dialogs AS d (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
+         SELECT t.owner_id, t.peer_user_id, t.top_id, t.top_date,
+                (SELECT count(*) FROM arrived a
+                 WHERE a.owner_id = t.owner_id AND a.peer_user_id = t.peer_user_id)::int
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
+             AS t(owner_id, peer_user_id, top_id, top_date)
+         ORDER BY 1, 2
          ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
-            top_message_id = EXCLUDED.top_message_id,
-            top_message_date = CASE WHEN EXCLUDED.top_message_date >= 0
-                THEN EXCLUDED.top_message_date ELSE dialogs.top_message_date END,
-            unread_count = EXCLUDED.unread_count",
-    )
-    .bind(&owners)
-    .bind(&peers)
-    .bind(&top_ids)
-    .bind(&top_dates)
-    .bind(&unread)
-    .execute(&mut *tx)
-    .await?;
+            top_message_id = GREATEST(d.top_message_id, EXCLUDED.top_message_id),
+            top_message_date = CASE WHEN EXCLUDED.top_message_id > d.top_message_id
+                THEN EXCLUDED.top_message_date ELSE d.top_message_date END,
+            unread_count = d.unread_count + (SELECT count(*) FROM arrived a
+                WHERE a.owner_id = d.owner_id AND a.peer_user_id = d.peer_user_id
+                  AND a.box_id > d.read_inbox_max_id)::int";
+    let column = |f: fn(&(i64, i64, i64, i64)) -> i64| incoming.iter().map(f).collect::<Vec<_>>();
+    sqlx::query(APPLY)
+        .bind(tops.keys().map(|k| k.0).collect::<Vec<_>>())
+        .bind(tops.keys().map(|k| k.1).collect::<Vec<_>>())
+        .bind(tops.values().map(|v| v.0).collect::<Vec<_>>())
+        .bind(tops.values().map(|v| v.1).collect::<Vec<_>>())
+        .bind(column(|i| i.0))
+        .bind(column(|i| i.1))
+        .bind(column(|i| i.2))
+        .bind(column(|i| i.3))
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(applied)
 }
