@@ -137,8 +137,8 @@ impl<D: Destination> Relay<D> {
     }
 
     /// Claims and delivers one batch of rows; returns how many rows it claimed. Their events
-    /// go out in calls of at most [`crate::MAX_CALL`] events, a row never split between two calls, so
-    /// each row is deleted or retried as a whole.
+    /// go out in calls of at most [`crate::MAX_CALL`] events, in the order written, a row never
+    /// split between two calls, so each row is deleted or retried as a whole.
     pub async fn round(&self) -> Result<usize, sqlx::Error> {
         let rows = self.claim().await?;
         let claimed = rows.len();
@@ -154,7 +154,14 @@ impl<D: Destination> Relay<D> {
         }
         let mut delivered: Vec<i64> = Vec::new();
         let mut events_delivered = 0;
+        // After a refused call the rest wait too: the destination is likely down, and calling
+        // it again within the round would only fail again.
+        let mut refused: Option<(Vec<i64>, String)> = None;
         for (ids, batch) in batch::calls(readable) {
+            if let Some((waiting, _)) = refused.as_mut() {
+                waiting.extend(ids);
+                continue;
+            }
             let outcome = self
                 .destination
                 .deliver(&batch)
@@ -167,9 +174,12 @@ impl<D: Destination> Relay<D> {
                 }
                 Err(error) => {
                     tracing::warn!(destination = D::NAME, %error, events = batch.len(), "outbox delivery failed");
-                    self.retry_later(&ids, error).await?;
+                    refused = Some((ids, error));
                 }
             }
+        }
+        if let Some((ids, error)) = refused {
+            self.retry_later(&ids, error).await?;
         }
         for (id, error) in unreadable {
             tracing::warn!(destination = D::NAME, %error, row = id, "outbox row unreadable");
