@@ -18,6 +18,8 @@ use crate::store;
 pub const MAX_DIALOGS_LIMIT: i32 = 100;
 /// Most events one ApplyEvents may carry.
 pub const MAX_EVENTS: usize = 1000;
+// Every outbox delivery to this service must fit in one call.
+const _: () = assert!(MAX_EVENTS >= oxigram_outbox::MAX_CALL);
 
 pub struct DialogsService {
     pool: PgPool,

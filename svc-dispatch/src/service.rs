@@ -12,6 +12,8 @@ use crate::TO_GATEWAYS;
 
 /// Most jobs one Enqueue may carry.
 pub const MAX_JOBS: usize = 1000;
+// Every outbox delivery to this service must fit in one call.
+const _: () = assert!(MAX_JOBS >= oxigram_outbox::MAX_CALL);
 
 pub struct DispatchService {
     pool: PgPool,

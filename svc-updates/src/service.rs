@@ -22,6 +22,8 @@ use crate::{
 
 /// Most events one Append may carry.
 pub const MAX_APPEND_BATCH: usize = 1000;
+// Every outbox delivery to this service must fit in one call.
+const _: () = assert!(MAX_APPEND_BATCH >= oxigram_outbox::MAX_CALL);
 /// Most updates one difference slice returns.
 pub const MAX_DIFFERENCE_LIMIT: i32 = 1000;
 /// The slice size when the caller gives none.

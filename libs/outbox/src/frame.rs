@@ -12,8 +12,9 @@ use uuid::Uuid;
 
 use crate::{NewRow, OutboxMessage};
 
-/// Most events one row holds: every receiver takes at least this many in one call.
-pub const MAX_ROW_ITEMS: usize = 500;
+/// Most events one row holds: a row always fits in one call.
+pub(crate) const MAX_ROW_ITEMS: usize = 500;
+const _: () = assert!(MAX_ROW_ITEMS <= crate::MAX_CALL);
 
 /// The payload of a framed row.
 #[derive(Clone, PartialEq, prost::Message)]

@@ -30,11 +30,11 @@ use uuid::Uuid;
 pub use batch::next_batch;
 use batch::next_batch_lingering;
 pub use fast_path::FastPath;
-pub use frame::MAX_ROW_ITEMS;
 pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
 
 /// Most events one delivery carries, the relay's and the fast path's alike: every receiver
-/// (svc-updates, svc-dialogs, svc-dispatch, the gateways) takes this many in one call.
+/// takes this many in one call (svc-updates, svc-dialogs and svc-dispatch assert it; a
+/// gateway's push takes any number).
 pub const MAX_CALL: usize = 1000;
 
 /// The outbox and inbox tables, applied into each service's schema next to its own migrations.
@@ -77,6 +77,14 @@ impl Outbox {
     pub fn new(pool: PgPool, schema: &'static str, config: RelayConfig) -> Self {
         let (acks, rx) = mpsc::channel(ACK_QUEUE);
         let cleaner = cleaner_pool(&pool);
+        // Connect now: the first ack must not wait for a connection, or its rows could outlive
+        // their grace and be replayed by the relay.
+        let warm = cleaner.clone();
+        tokio::spawn(async move {
+            if let Err(err) = warm.acquire().await {
+                tracing::debug!(error = %err, "the outbox cleaner could not connect yet");
+            }
+        });
         tokio::spawn(delete_acked(cleaner.clone(), rx));
         Self {
             pool,
