@@ -14,7 +14,7 @@ use crate::GrpcChannel;
 /// The outbox destination name of svc-updates.
 pub const TO_UPDATES: &str = "updates";
 
-/// Decodes a batch of outbox rows holding `UserEvent`s.
+/// Decodes a batch of outbox events that are `UserEvent`s.
 pub fn decode_events(batch: &[OutboxMessage]) -> Result<Vec<UserEvent>, String> {
     batch
         .iter()

@@ -30,9 +30,10 @@ impl Default for RelayConfig {
     }
 }
 
-/// One claimed row.
+/// One event to deliver, from a claimed row or a fast-path hand-off.
 #[derive(Debug, Clone)]
 pub struct OutboxMessage {
+    /// The outbox row that holds it (a row holds several events).
     pub id: i64,
     pub event_id: Uuid,
     pub payload: Vec<u8>,
