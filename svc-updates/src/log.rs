@@ -1,7 +1,7 @@
 //! The update log's SQL: assigning pts under the user's row lock, and reading slices back.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::LazyLock,
 };
 
@@ -33,133 +33,136 @@ pub struct Written {
 }
 
 /// Appends events, assigning pts per user; events already logged keep their pts. Two
-/// statements whatever the batch (and a trim when a user's log outgrew its retention): lock
-/// the users and find the events already logged; write the new events, the users' pts and
-/// the push jobs.
+/// statements whatever the batch (and a trim when a user's log outgrew its retention): move
+/// every user's pts past her new events and find the events already logged; write the new
+/// events and the push jobs.
 pub async fn append(
     pool: &PgPool,
     outbox: &Outbox,
     events: Vec<ValidEvent>,
     retain: u32,
 ) -> Result<Written, sqlx::Error> {
-    let mut users: Vec<i64> = events.iter().map(|e| e.event.user_id).collect();
-    users.sort_unstable();
-    users.dedup();
-    let (event_users, event_ids): (Vec<i64>, Vec<Uuid>) =
-        events.iter().map(|e| (e.event.user_id, e.event_id)).unzip();
+    // Each event once, at its first place in the batch.
+    let mut seen = HashSet::new();
+    let unique: Vec<&ValidEvent> = events
+        .iter()
+        .filter(|e| seen.insert((e.event.user_id, e.event_id)))
+        .collect();
     let mut tx = pool.begin().await?;
-    // One statement: lock every user's state row until commit (ascending ids, so concurrent
-    // batches never deadlock; the only writers of their pts), and find the events already
-    // logged (index update_log_event, probed once per event: the LIMIT keeps the lateral
-    // subquery a nested loop, where a plain join planned while the log was small stays a hash
-    // join over a scan of every partition). The lookup reads the statement's snapshot, taken
-    // before any lock wait: should another instance log one of these events meanwhile, the
-    // insert below breaks update_log_event and the whole batch fails and is retried, rather
-    // than logging the event twice.
-    let mut state: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
-    let mut known: HashMap<(i64, Uuid), (i32, i32)> = HashMap::new();
+    // One statement: find the events already logged (index update_log_event, probed once per
+    // event: the LIMIT keeps the lateral subquery a nested loop, where a plain join planned
+    // while the log was small stays a hash join over a scan of every partition), then add the
+    // others' pts_count to their users' pts, locking those rows until commit (ascending ids,
+    // so concurrent batches never deadlock; the only writers of their pts). Each user's row is
+    // written once per batch, and a user's first event creates it. The lookup reads the
+    // statement's snapshot, taken before any lock wait: should another instance log one of
+    // these events meanwhile, the insert below breaks update_log_event and the whole batch
+    // fails and is retried, rather than logging the event twice.
     let rows: Vec<(i64, Option<Uuid>, i32, i32)> = sqlx::query_as(
-        "WITH locked AS (
-            INSERT INTO user_state (user_id) SELECT * FROM UNNEST($1::bigint[]) ORDER BY 1
-            ON CONFLICT (user_id) DO UPDATE SET updated_at = now()
+        "WITH e AS (
+            SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::int[]) AS e(user_id, event_id, pts_count)
+         ), known AS (
+            SELECT e.user_id, e.event_id, l.pts, l.pts_count
+            FROM e CROSS JOIN LATERAL (
+                SELECT pts, pts_count FROM update_log
+                WHERE user_id = e.user_id AND event_id = e.event_id LIMIT 1) l
+         ), moved AS (
+            INSERT INTO user_state AS s (user_id, pts)
+            SELECT e.user_id, sum(e.pts_count) FROM e
+            WHERE NOT EXISTS (
+                SELECT 1 FROM known k WHERE k.user_id = e.user_id AND k.event_id = e.event_id)
+            GROUP BY e.user_id ORDER BY e.user_id
+            ON CONFLICT (user_id) DO UPDATE SET pts = s.pts + EXCLUDED.pts, updated_at = now()
             RETURNING user_id, pts, trimmed_pts
          )
-         SELECT user_id, NULL::uuid, pts, trimmed_pts FROM locked
+         SELECT user_id, NULL::uuid, pts, trimmed_pts FROM moved
          UNION ALL
-         SELECT e.user_id, e.event_id, l.pts, l.pts_count
-         FROM UNNEST($2::bigint[], $3::uuid[]) AS e(user_id, event_id)
-         CROSS JOIN LATERAL (
-            SELECT pts, pts_count FROM update_log
-            WHERE user_id = e.user_id AND event_id = e.event_id LIMIT 1) l",
+         SELECT user_id, event_id, pts, pts_count FROM known",
     )
-    .bind(&users)
-    .bind(&event_users)
-    .bind(&event_ids)
+    .bind(unique.iter().map(|e| e.event.user_id).collect::<Vec<_>>())
+    .bind(unique.iter().map(|e| e.event_id).collect::<Vec<_>>())
+    .bind(unique.iter().map(|e| e.event.pts_count).collect::<Vec<_>>())
     .fetch_all(&mut *tx)
     .await?;
+    // The users' pts and retention floors after this batch, and the events logged before.
+    let mut state: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+    let mut known: HashMap<(i64, Uuid), (i32, i32)> = HashMap::new();
     for (user_id, event_id, pts, other) in rows {
         match event_id {
             None => state.insert(user_id, (pts, other)),
             Some(event_id) => known.insert((user_id, event_id), (pts, other)),
         };
     }
+    // Each moved user's pts before the batch: her new pts less her new events' counts.
+    let mut next: HashMap<i64, i32> = state.iter().map(|(&u, &(pts, _))| (u, pts)).collect();
+    for e in unique
+        .iter()
+        .filter(|e| !known.contains_key(&(e.event.user_id, e.event_id)))
+    {
+        let pts = next.get_mut(&e.event.user_id).ok_or_else(|| {
+            sqlx::Error::Protocol(format!("no pts was moved for user {}", e.event.user_id))
+        })?;
+        *pts -= e.event.pts_count;
+    }
 
     let mut log = NewRows::default();
-    let mut job_ids = Vec::new();
     let mut jobs = Vec::new();
-    let mut results = Vec::with_capacity(events.len());
-    for e in &events {
+    for e in unique {
         let user_id = e.event.user_id;
-        let (at, count) = match known.get(&(user_id, e.event_id)) {
-            Some(&seen) => seen,
-            None => {
-                let slot = state.entry(user_id).or_insert((0, 0));
-                slot.0 += e.event.pts_count;
-                let pts = slot.0;
-                log.push(user_id, pts, e);
-                known.insert((user_id, e.event_id), (pts, e.event.pts_count));
-                let job = PushJob {
-                    event_id: e.event.event_id.clone(),
-                    user_id,
-                    origin_auth_key_id: e.event.origin_auth_key_id,
-                    update: Some(PtsUpdate {
-                        pts,
-                        pts_count: e.event.pts_count,
-                        date: e.event.date,
-                        update: e.event.update.clone(),
-                    }),
-                };
-                jobs.push(NewRow {
-                    destination: TO_DISPATCH,
-                    event_id: e.event_id,
-                    payload: job.encode_to_vec(),
-                    traceparent: e.traceparent.clone(),
-                });
-                (pts, e.event.pts_count)
-            }
-        };
-        results.push(Appended {
+        if known.contains_key(&(user_id, e.event_id)) {
+            continue;
+        }
+        let slot = next
+            .get_mut(&user_id)
+            .ok_or_else(|| sqlx::Error::Protocol(format!("no pts was moved for user {user_id}")))?;
+        *slot += e.event.pts_count;
+        let pts = *slot;
+        log.push(user_id, pts, e);
+        known.insert((user_id, e.event_id), (pts, e.event.pts_count));
+        let job = PushJob {
             event_id: e.event.event_id.clone(),
             user_id,
-            pts: at,
-            pts_count: count,
+            origin_auth_key_id: e.event.origin_auth_key_id,
+            update: Some(PtsUpdate {
+                pts,
+                pts_count: e.event.pts_count,
+                date: e.event.date,
+                update: e.event.update.clone(),
+            }),
+        };
+        jobs.push(NewRow {
+            destination: TO_DISPATCH,
+            event_id: e.event_id,
+            payload: job.encode_to_vec(),
+            traceparent: e.traceparent.clone(),
         });
     }
+    let mut job_ids = Vec::new();
     if !jobs.is_empty() {
         // Retention, in steps of a tenth of it so the trim is rare and batched.
         let step = (retain as i32 / 10).max(1);
-        let (mut moved_users, mut moved_pts, mut moved_trimmed) = (vec![], vec![], vec![]);
-        let moved: BTreeSet<i64> = log.users.iter().copied().collect();
-        for (&user, &(pts, trimmed)) in state.iter().filter(|(u, _)| moved.contains(u)) {
+        for (&user, &(pts, trimmed)) in &state {
             let keep_from = pts - retain as i32;
-            let trimmed = if keep_from - trimmed > step {
-                sqlx::query("DELETE FROM update_log WHERE user_id = $1 AND pts <= $2")
-                    .bind(user)
-                    .bind(keep_from)
-                    .execute(&mut *tx)
-                    .await?;
-                keep_from
-            } else {
-                trimmed
-            };
-            moved_users.push(user);
-            moved_pts.push(pts);
-            moved_trimmed.push(trimmed);
+            if keep_from - trimmed > step {
+                // Primary key of update_log (a range of one user's pts), and of user_state.
+                sqlx::query(
+                    "WITH gone AS (DELETE FROM update_log WHERE user_id = $1 AND pts <= $2)
+                     UPDATE user_state SET trimmed_pts = $2 WHERE user_id = $1",
+                )
+                .bind(user)
+                .bind(keep_from)
+                .execute(&mut *tx)
+                .await?;
+            }
         }
-        // The log rows, the users' new pts (their rows are locked and exist: the upsert's
-        // update arm finds them by primary key) and the push jobs, in one statement.
+        // The log rows and the push jobs, in one statement.
         static WRITE: LazyLock<String> = LazyLock::new(|| {
             Staged::statement(
                 "log AS (
                     INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
                     SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])
-                 ), state AS (
-                    INSERT INTO user_state (user_id, pts, trimmed_pts)
-                    SELECT * FROM UNNEST($7::bigint[], $8::int[], $9::int[])
-                    ON CONFLICT (user_id) DO UPDATE SET
-                        pts = EXCLUDED.pts, trimmed_pts = EXCLUDED.trimmed_pts
                  )",
-                10,
+                7,
             )
         });
         let staged = outbox.stage(&jobs);
@@ -169,16 +172,28 @@ pub async fn append(
             .bind(&log.counts)
             .bind(&log.ids)
             .bind(&log.dates)
-            .bind(&log.bodies)
-            .bind(&moved_users)
-            .bind(&moved_pts)
-            .bind(&moved_trimmed);
+            .bind(&log.bodies);
         let returned = staged.bind(query).fetch_all(&mut *tx).await?;
         job_ids = staged.ids(returned)?;
     }
     tx.commit().await?;
+    let appended = events
+        .iter()
+        .map(|e| {
+            let (pts, pts_count) = known
+                .get(&(e.event.user_id, e.event_id))
+                .copied()
+                .unwrap_or_default();
+            Appended {
+                event_id: e.event.event_id.clone(),
+                user_id: e.event.user_id,
+                pts,
+                pts_count,
+            }
+        })
+        .collect();
     Ok(Written {
-        appended: results,
+        appended,
         job_ids,
         jobs,
     })

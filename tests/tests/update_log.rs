@@ -1,0 +1,136 @@
+//! svc-updates' Append as its producers use it: pts are assigned per user in input order, an
+//! event repeated in a batch or appended again keeps its first pts, and the log and the
+//! state agree afterwards.
+
+use oxigram_proto::{
+    internal::v1::{
+        AppendRequest, GetDifferenceRequest, GetStateRequest, updates_client::UpdatesClient,
+    },
+    types::v1::{Update, UpdateReadHistoryInbox, UserEvent, update},
+};
+use oxigram_tests::{Mode, System};
+use tonic::transport::Channel;
+
+fn event(id: u128, user_id: i64, pts_count: i32) -> UserEvent {
+    UserEvent {
+        event_id: uuid::Uuid::from_u128(id).to_string(),
+        user_id,
+        pts_count,
+        date: 1_700_000_000,
+        update: Some(Update {
+            kind: Some(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+                peer_user_id: 7,
+                max_id: id as i64,
+                still_unread_count: 0,
+            })),
+        }),
+        ..Default::default()
+    }
+}
+
+/// (event id, user, pts, pts_count) of each appended event, in request order.
+async fn append(
+    updates: &mut UpdatesClient<Channel>,
+    events: Vec<UserEvent>,
+) -> anyhow::Result<Vec<(u128, i64, i32, i32)>> {
+    let appended = updates
+        .append(AppendRequest { events })
+        .await?
+        .into_inner()
+        .appended;
+    appended
+        .into_iter()
+        .map(|a| {
+            Ok((
+                uuid::Uuid::parse_str(&a.event_id)?.as_u128(),
+                a.user_id,
+                a.pts,
+                a.pts_count,
+            ))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn append_gives_each_event_one_pts_per_user_in_order() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let channel =
+        tonic::transport::Endpoint::from_shared(system.config.services.updates.endpoint.clone())?
+            .connect()
+            .await?;
+    let mut updates = UpdatesClient::new(channel);
+    let (ann, ben, cat) = (9001, 9002, 9003);
+
+    // A batch with an event twice and an event that moves pts by two.
+    let first = append(
+        &mut updates,
+        vec![
+            event(1, ann, 1),
+            event(2, ann, 2),
+            event(1, ann, 1),
+            event(3, ben, 1),
+            event(4, ann, 1),
+        ],
+    )
+    .await?;
+    assert_eq!(
+        first,
+        [
+            (1, ann, 1, 1),
+            (2, ann, 3, 2),
+            (1, ann, 1, 1),
+            (3, ben, 1, 1),
+            (4, ann, 4, 1),
+        ]
+    );
+
+    // Appended again (a replay of the outbox), beside new events: the old keep their pts, and
+    // only the new move the users' pts.
+    let second = append(
+        &mut updates,
+        vec![
+            event(2, ann, 2),
+            event(5, cat, 3),
+            event(6, ann, 1),
+            event(3, ben, 1),
+        ],
+    )
+    .await?;
+    assert_eq!(
+        second,
+        [
+            (2, ann, 3, 2),
+            (5, cat, 3, 3),
+            (6, ann, 5, 1),
+            (3, ben, 1, 1)
+        ]
+    );
+    // Nothing new at all: nothing moves.
+    let third = append(&mut updates, vec![event(6, ann, 1), event(1, ann, 1)]).await?;
+    assert_eq!(third, [(6, ann, 5, 1), (1, ann, 1, 1)]);
+
+    for (user, pts) in [(ann, 5), (ben, 1), (cat, 3)] {
+        let state = updates
+            .get_state(GetStateRequest { user_id: user })
+            .await?
+            .into_inner();
+        assert_eq!(state.pts, pts, "user {user}");
+    }
+    let log = updates
+        .get_difference(GetDifferenceRequest {
+            user_id: ann,
+            pts: 0,
+            limit: 100,
+        })
+        .await?
+        .into_inner();
+    assert_eq!(
+        log.updates
+            .iter()
+            .map(|u| (u.pts, u.pts_count))
+            .collect::<Vec<_>>(),
+        [(1, 1), (3, 2), (4, 1), (5, 1)],
+        "one log row per event"
+    );
+    Ok(())
+}
