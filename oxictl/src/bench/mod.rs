@@ -335,7 +335,20 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         senders: args.senders,
         rate: args.rate,
     });
-    let cpu_before = steal::CpuTimes::now();
+    // The machine's CPU times every 100 ms while the senders run.
+    let timeline = Arc::new(Mutex::new(steal::Timeline::default()));
+    let sampler = tokio::spawn({
+        let (timeline, shared) = (timeline.clone(), shared.clone());
+        async move {
+            let mut tick = tokio::time::interval(steal::SAMPLE_EVERY);
+            loop {
+                tick.tick().await;
+                if let Ok(mut t) = timeline.lock() {
+                    t.record(shared.now_us());
+                }
+            }
+        }
+    });
     let senders: Vec<JoinHandle<SenderReport>> = (0..args.senders)
         .map(|w| tokio::spawn(sender_task(w, ctx.clone())))
         .collect();
@@ -362,9 +375,16 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         skipped += r.skipped;
     }
     let send_end = Instant::now();
-    let steal_pct = cpu_before
-        .zip(steal::CpuTimes::now())
-        .and_then(|(before, after)| before.steal_pct(after));
+    sampler.abort();
+    let timeline = {
+        let mut t = timeline
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        t.record(shared.now_us());
+        t
+    };
+    let steal_pct = timeline.steal_pct(0, u64::MAX);
     let warm_us = warm_end.duration_since(shared.t0).as_micros() as u64;
     let end_us = end.duration_since(shared.t0).as_micros() as u64;
     for r in &records {
@@ -408,7 +428,7 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
         "  sends over {} ms: {slow_sends}, in {} stall episodes; worst: {}",
         stalls::SLOW_SEND.as_millis(),
         stall_episodes.len(),
-        stalls::to_json(&stall_episodes, shared.wall0)
+        stalls::to_json(&stall_episodes, shared.wall0, &timeline)
     ));
 
     // Grace: every persisted message should reach its recipient's online device.
@@ -789,7 +809,7 @@ async fn bench(gateway: &str, args: &BenchArgs, out: &Out) -> anyhow::Result<Val
     put("stall_episodes", json!(stall_episodes.len()));
     put(
         "worst_stalls",
-        stalls::to_json(&stall_episodes, shared.wall0),
+        stalls::to_json(&stall_episodes, shared.wall0, &timeline),
     );
     put("push_samples", json!(push_lat.len()));
     put("push_max_ms", num(pct_ms(&push_lat, 100.0)));

@@ -56,8 +56,9 @@ pub(super) fn stalls(samples: impl IntoIterator<Item = (u64, u64)>) -> (u64, Vec
     (slow, episodes)
 }
 
-/// The reported episodes as JSON, with UTC wall-clock times (`wall0` is the wall clock at t0).
-pub(super) fn to_json(episodes: &[Stall], wall0: DateTime<Utc>) -> Value {
+/// The reported episodes as JSON, with UTC wall-clock times (`wall0` is the wall clock at t0)
+/// and the CPU time stolen from the machine while their slow sends ran.
+pub(super) fn to_json(episodes: &[Stall], wall0: DateTime<Utc>, cpu: &steal::Timeline) -> Value {
     let at = |us: u64| {
         (wall0 + chrono::Duration::microseconds(us as i64))
             .to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -72,6 +73,7 @@ pub(super) fn to_json(episodes: &[Stall], wall0: DateTime<Utc>) -> Value {
                     "ms": (e.to_us - e.from_us) / 1000,
                     "slow_sends": e.slow_sends,
                     "max_ms": round3(e.max_us as f64 / 1000.0),
+                    "steal_pct": num(cpu.steal_pct(e.from_us, e.to_us + e.max_us).map(round3)),
                 })
             })
             .collect(),
@@ -114,8 +116,9 @@ mod tests {
         let wall0 = DateTime::parse_from_rfc3339("2026-11-30T10:00:00Z")
             .map(|t| t.with_timezone(&Utc))
             .unwrap_or_default();
-        let json = to_json(&episodes, wall0);
+        let json = to_json(&episodes, wall0, &steal::Timeline::default());
         assert_eq!(json[0]["from"], "2026-11-30T10:00:00.900Z");
         assert_eq!(json[1]["ms"], 200);
+        assert_eq!(json[1]["steal_pct"], Value::Null, "no readings, no figure");
     }
 }

@@ -1,6 +1,35 @@
 //! CPU time the hypervisor gave to other guests while the send phase ran. On a shared virtual
 //! machine a burst of it stalls every process at once and shows up as a latency tail that no
-//! change of ours made or can remove, so each run reports it beside its figures.
+//! change of ours made or can remove, so each run reports it beside its figures, for the whole
+//! phase and for each stall episode.
+
+use std::time::Duration;
+
+/// How often the send phase's timeline reads the machine's CPU times: the stall windows' width.
+pub(super) const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The machine's CPU times read through the send phase, each with its time (µs since t0).
+#[derive(Default)]
+pub(super) struct Timeline(Vec<(u64, CpuTimes)>);
+
+impl Timeline {
+    /// Adds a reading, when /proc/stat can be read.
+    pub(super) fn record(&mut self, at_us: u64) {
+        if let Some(now) = CpuTimes::now() {
+            self.0.push((at_us, now));
+        }
+    }
+
+    /// The share of CPU time stolen from the last reading at or before `from_us` to the first
+    /// at or after `to_us` (the first and last readings where the span runs past them).
+    pub(super) fn steal_pct(&self, from_us: u64, to_us: u64) -> Option<f64> {
+        let first = self.0.iter().rev().find(|(t, _)| *t <= from_us);
+        let last = self.0.iter().find(|(t, _)| *t >= to_us);
+        let (_, before) = first.or(self.0.first())?;
+        let (_, after) = last.or(self.0.last())?;
+        before.steal_pct(*after)
+    }
+}
 
 /// The machine's cumulative CPU times (all CPUs), from the first line of /proc/stat.
 #[derive(Clone, Copy)]
@@ -53,5 +82,26 @@ mod tests {
         // 150 stolen of 1000 elapsed.
         assert_eq!(pct, Some(15.0));
         assert!(parse("intr 1 2 3").is_none());
+    }
+
+    #[test]
+    fn a_span_takes_the_readings_around_it() {
+        let reading = |line: &str| parse(line).unwrap_or(CpuTimes { steal: 0, total: 0 });
+        let timeline = Timeline(vec![
+            (0, reading("cpu  0 0 0 0 0 0 0 0")),
+            (100, reading("cpu  20 0 0 0 0 0 0 0")),
+            // 10 of 20 ticks stolen between 100 and 200.
+            (200, reading("cpu  30 0 0 0 0 0 0 10")),
+            (300, reading("cpu  50 0 0 0 0 0 0 10")),
+        ]);
+        assert_eq!(timeline.steal_pct(100, 200), Some(50.0));
+        // 150..180 lies inside the readings at 100 and 200.
+        assert_eq!(timeline.steal_pct(150, 180), Some(50.0));
+        // The whole timeline: 10 of 60.
+        assert_eq!(
+            timeline.steal_pct(0, u64::MAX).map(|p| (p * 10.0).round()),
+            Some(167.0)
+        );
+        assert_eq!(Timeline::default().steal_pct(0, 100), None);
     }
 }
