@@ -45,6 +45,7 @@ impl Batcher {
                     outbox: outbox.clone(),
                     to_dispatch: to_dispatch.clone(),
                     retain,
+                    last: log::LastPts::default(),
                 };
                 tokio::spawn(run(rx, log));
                 queue
@@ -97,9 +98,11 @@ struct Log {
     outbox: Outbox,
     to_dispatch: FastPath,
     retain: u32,
+    /// The pts of the users this worker appended for: the users are this worker's alone.
+    last: log::LastPts,
 }
 
-async fn run(mut rx: mpsc::Receiver<Job>, log: Log) {
+async fn run(mut rx: mpsc::Receiver<Job>, mut log: Log) {
     loop {
         let Some(jobs) = next_batch(&mut rx, MAX_BATCH_EVENTS, |j: &Job| j.events.len()).await
         else {
@@ -118,7 +121,7 @@ async fn run(mut rx: mpsc::Receiver<Job>, log: Log) {
             &span,
             events.iter().filter_map(|e| e.traceparent.as_deref()),
         );
-        let outcome = log::append(&log.pool, &log.outbox, events, log.retain)
+        let outcome = log::append(&log.pool, &log.outbox, events, log.retain, &mut log.last)
             .instrument(span)
             .await;
         match outcome {

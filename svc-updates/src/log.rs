@@ -1,17 +1,18 @@
-//! The update log's SQL: assigning pts under the user's row lock, and reading slices back.
+//! The update log's SQL: assigning pts (from the pts a worker remembers, or under the users'
+//! row locks), and reading slices back.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
     sync::LazyLock,
 };
 
-use oxigram_outbox::{NewRow, Outbox, Staged};
+use oxigram_outbox::{NewRow, Outbox, Staged, StagedRow};
 use oxigram_proto::{
     internal::v1::Appended,
     types::v1::{PtsUpdate, PushJob, Update, UpdatesState, UserEvent},
 };
 use prost::Message as _;
-use sqlx::{PgPool, Row};
+use sqlx::{PgPool, Postgres, Row, postgres::PgArguments, query::QueryAs};
 use uuid::Uuid;
 
 use crate::TO_DISPATCH;
@@ -32,15 +33,75 @@ pub struct Written {
     pub jobs: Vec<NewRow>,
 }
 
-/// Appends events, assigning pts per user; events already logged keep their pts. Two
-/// statements whatever the batch (and a trim when a user's log outgrew its retention): move
-/// every user's pts past her new events and find the events already logged; write the new
-/// events and the push jobs.
+/// Each user's pts and retention floor as this worker's last committed append left them.
+/// Every user's events go to one worker, so this is exact unless another process wrote for
+/// the user since. Bounded: it starts over past `MAX_REMEMBERED` users.
+#[derive(Default)]
+pub struct LastPts(HashMap<i64, (i32, i32)>);
+
+const MAX_REMEMBERED: usize = 200_000;
+
+impl LastPts {
+    /// The pts each user of `unique` starts from, when every one is remembered and none of
+    /// them needs a trim after this batch: the batch can then be one statement.
+    fn starts(&self, unique: &[&ValidEvent], retain: u32) -> Option<HashMap<i64, i32>> {
+        let mut after: HashMap<i64, (i32, i32, i32)> = HashMap::new();
+        for e in unique {
+            let user = e.event.user_id;
+            let &(pts, trimmed) = self.0.get(&user)?;
+            after.entry(user).or_insert((pts, pts, trimmed)).1 += e.event.pts_count;
+        }
+        let step = trim_step(retain);
+        after
+            .into_iter()
+            .map(|(user, (from, to, trimmed))| {
+                (to - retain as i32 - trimmed <= step).then_some((user, from))
+            })
+            .collect()
+    }
+
+    fn remember(&mut self, moved: impl IntoIterator<Item = (i64, (i32, i32))>) {
+        if self.0.len() > MAX_REMEMBERED {
+            self.0.clear();
+        }
+        self.0.extend(moved);
+    }
+
+    /// The users' new pts after a one-statement append (which trims nothing).
+    fn moved(&mut self, moved: &HashMap<i64, i32>) {
+        for (user, &pts) in moved {
+            if let Some(state) = self.0.get_mut(user) {
+                state.0 = pts;
+            }
+        }
+    }
+
+    fn forget<'a>(&mut self, users: impl IntoIterator<Item = &'a i64>) {
+        for user in users {
+            self.0.remove(user);
+        }
+    }
+}
+
+/// Retention trims in steps of a tenth of it, so a trim is rare and batched.
+fn trim_step(retain: u32) -> i32 {
+    (retain as i32 / 10).max(1)
+}
+
+/// Appends events, assigning pts per user; events already logged keep their pts.
+///
+/// When the worker remembers every user's pts (`last`), the batch is one statement in its own
+/// implicit transaction: no BEGIN and no COMMIT round trip, which under load cost as much as
+/// the statements. That statement fails as a whole when a user's pts moved elsewhere or an
+/// event was logged before; the batch then takes the locking path, which finds the events
+/// already logged (even ones the failed statement committed before its answer was lost) and
+/// relearns the users.
 pub async fn append(
     pool: &PgPool,
     outbox: &Outbox,
     events: Vec<ValidEvent>,
     retain: u32,
+    last: &mut LastPts,
 ) -> Result<Written, sqlx::Error> {
     // Each event once, at its first place in the batch.
     let mut seen = HashSet::new();
@@ -48,16 +109,100 @@ pub async fn append(
         .iter()
         .filter(|e| seen.insert((e.event.user_id, e.event_id)))
         .collect();
+    if unique.is_empty() {
+        return Ok(Written {
+            appended: vec![],
+            job_ids: vec![],
+            jobs: vec![],
+        });
+    }
+    if let Some(starts) = last.starts(&unique, retain) {
+        match append_remembered(pool, outbox, &unique, &starts).await {
+            Ok(planned) => {
+                last.moved(&planned.moved);
+                return Ok(planned.written(&events));
+            }
+            Err(err) => {
+                tracing::debug!(error = %err, "a one-statement append failed; the batch locks its users");
+                last.forget(starts.keys());
+            }
+        }
+    }
+    let (planned, moved) = append_locked(pool, outbox, &unique, retain).await?;
+    last.remember(moved);
+    Ok(planned.written(&events))
+}
+
+/// The batch as one statement, from the remembered pts: each user's row moves only from the
+/// pts remembered (ascending ids, so concurrent writers never deadlock), and expect_moved
+/// fails the statement unless every row did. The log rows' primary key and update_log_event
+/// fail it too when the pts or an event was taken meanwhile.
+async fn append_remembered(
+    pool: &PgPool,
+    outbox: &Outbox,
+    unique: &[&ValidEvent],
+    starts: &HashMap<i64, i32>,
+) -> Result<Planned, sqlx::Error> {
+    let planned = Planned::new(unique, HashMap::new(), starts.clone())?;
+    let (mut users, mut from, mut to) = (vec![], vec![], vec![]);
+    for (&user, &start) in starts {
+        let end = planned.moved.get(&user).ok_or_else(|| {
+            sqlx::Error::Protocol(format!("no new event of user {user} in the batch"))
+        })?;
+        users.push(user);
+        from.push(start);
+        to.push(*end);
+    }
+    // Primary key of user_state (the upsert's arbiter; every row exists, as the worker saw
+    // them committed), and of update_log.
+    static WRITE: LazyLock<String> = LazyLock::new(|| {
+        Staged::statement(
+            "moved AS (
+                INSERT INTO user_state AS s (user_id, pts)
+                SELECT * FROM UNNEST($1::bigint[], $3::int[]) ORDER BY 1
+                ON CONFLICT (user_id) DO UPDATE SET pts = EXCLUDED.pts, updated_at = now()
+                WHERE s.pts = ($2::int[])[array_position($1::bigint[], s.user_id)]
+                RETURNING user_id
+             ), log AS (
+                INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
+                SELECT * FROM UNNEST($4::bigint[], $5::int[], $6::int[], $7::uuid[], $8::bigint[], $9::bytea[])
+                WHERE expect_moved((SELECT count(*) FROM moved), cardinality($1::bigint[]))
+             )",
+            10,
+        )
+    });
+    let staged = outbox.stage(&planned.jobs);
+    let query = planned.log.bind(
+        sqlx::query_as(WRITE.as_str())
+            .bind(&users)
+            .bind(&from)
+            .bind(&to),
+    );
+    let returned = staged.bind(query).fetch_all(pool).await?;
+    Ok(Planned {
+        job_ids: staged.ids(returned)?,
+        ..planned
+    })
+}
+
+/// The batch under its users' row locks, in a transaction of two statements (and a trim when a
+/// user's log outgrew its retention). Returns the moved users' pts and retention floors.
+async fn append_locked(
+    pool: &PgPool,
+    outbox: &Outbox,
+    unique: &[&ValidEvent],
+    retain: u32,
+) -> Result<(Planned, Vec<(i64, (i32, i32))>), sqlx::Error> {
     let mut tx = pool.begin().await?;
     // One statement: find the events already logged (index update_log_event, probed once per
     // event: the LIMIT keeps the lateral subquery a nested loop, where a plain join planned
     // while the log was small stays a hash join over a scan of every partition), then add the
     // others' pts_count to their users' pts, locking those rows until commit (ascending ids,
-    // so concurrent batches never deadlock; the only writers of their pts). Each user's row is
-    // written once per batch, and a user's first event creates it. The lookup reads the
-    // statement's snapshot, taken before any lock wait: should another instance log one of
-    // these events meanwhile, the insert below breaks update_log_event and the whole batch
-    // fails and is retried, rather than logging the event twice.
+    // so concurrent batches never deadlock). Each user's row is written once per batch, and a
+    // user's first event creates it. The lookup reads the statement's snapshot, taken before
+    // any lock wait: should another instance log one of these events meanwhile, the insert
+    // below breaks update_log_event and the whole batch fails and is retried, rather than
+    // logging the event twice.
     let rows: Vec<(i64, Option<Uuid>, i32, i32)> = sqlx::query_as(
         "WITH e AS (
             SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::int[]) AS e(user_id, event_id, pts_count)
@@ -94,56 +239,21 @@ pub async fn append(
         };
     }
     // Each moved user's pts before the batch: her new pts less her new events' counts.
-    let mut next: HashMap<i64, i32> = state.iter().map(|(&u, &(pts, _))| (u, pts)).collect();
+    let mut starts: HashMap<i64, i32> = state.iter().map(|(&u, &(pts, _))| (u, pts)).collect();
     for e in unique
         .iter()
         .filter(|e| !known.contains_key(&(e.event.user_id, e.event_id)))
     {
-        let pts = next.get_mut(&e.event.user_id).ok_or_else(|| {
+        let pts = starts.get_mut(&e.event.user_id).ok_or_else(|| {
             sqlx::Error::Protocol(format!("no pts was moved for user {}", e.event.user_id))
         })?;
         *pts -= e.event.pts_count;
     }
-
-    let mut log = NewRows::default();
-    let mut jobs = Vec::new();
-    for e in unique {
-        let user_id = e.event.user_id;
-        if known.contains_key(&(user_id, e.event_id)) {
-            continue;
-        }
-        let slot = next
-            .get_mut(&user_id)
-            .ok_or_else(|| sqlx::Error::Protocol(format!("no pts was moved for user {user_id}")))?;
-        *slot += e.event.pts_count;
-        let pts = *slot;
-        log.push(user_id, pts, e);
-        known.insert((user_id, e.event_id), (pts, e.event.pts_count));
-        let job = PushJob {
-            event_id: e.event.event_id.clone(),
-            user_id,
-            origin_auth_key_id: e.event.origin_auth_key_id,
-            update: Some(PtsUpdate {
-                pts,
-                pts_count: e.event.pts_count,
-                date: e.event.date,
-                update: e.event.update.clone(),
-            }),
-        };
-        jobs.push(NewRow {
-            destination: TO_DISPATCH,
-            event_id: e.event_id,
-            payload: job.encode_to_vec(),
-            traceparent: e.traceparent.clone(),
-        });
-    }
-    let mut job_ids = Vec::new();
-    if !jobs.is_empty() {
-        // Retention, in steps of a tenth of it so the trim is rare and batched.
-        let step = (retain as i32 / 10).max(1);
-        for (&user, &(pts, trimmed)) in &state {
-            let keep_from = pts - retain as i32;
-            if keep_from - trimmed > step {
+    let mut planned = Planned::new(unique, known, starts)?;
+    if !planned.jobs.is_empty() {
+        for (&user, (pts, trimmed)) in state.iter_mut() {
+            let keep_from = *pts - retain as i32;
+            if keep_from - *trimmed > trim_step(retain) {
                 // Primary key of update_log (a range of one user's pts), and of user_state.
                 sqlx::query(
                     "WITH gone AS (DELETE FROM update_log WHERE user_id = $1 AND pts <= $2)
@@ -153,6 +263,7 @@ pub async fn append(
                 .bind(keep_from)
                 .execute(&mut *tx)
                 .await?;
+                *trimmed = keep_from;
             }
         }
         // The log rows and the push jobs, in one statement.
@@ -165,38 +276,100 @@ pub async fn append(
                 7,
             )
         });
-        let staged = outbox.stage(&jobs);
-        let query = sqlx::query_as(WRITE.as_str())
-            .bind(&log.users)
-            .bind(&log.pts)
-            .bind(&log.counts)
-            .bind(&log.ids)
-            .bind(&log.dates)
-            .bind(&log.bodies);
+        let staged = outbox.stage(&planned.jobs);
+        let query = planned.log.bind(sqlx::query_as(WRITE.as_str()));
         let returned = staged.bind(query).fetch_all(&mut *tx).await?;
-        job_ids = staged.ids(returned)?;
+        planned.job_ids = staged.ids(returned)?;
     }
     tx.commit().await?;
-    let appended = events
-        .iter()
-        .map(|e| {
-            let (pts, pts_count) = known
-                .get(&(e.event.user_id, e.event_id))
-                .copied()
-                .unwrap_or_default();
-            Appended {
-                event_id: e.event.event_id.clone(),
-                user_id: e.event.user_id,
-                pts,
-                pts_count,
+    Ok((planned, state.into_iter().collect()))
+}
+
+/// A batch's pts: the events logged before keep theirs; the new ones get the next of their
+/// user's, in input order, with their log rows and push jobs.
+struct Planned {
+    /// (user, event) → (pts, pts_count) of every event of the batch.
+    pts: HashMap<(i64, Uuid), (i32, i32)>,
+    /// The pts each user with new events ends at.
+    moved: HashMap<i64, i32>,
+    log: NewRows,
+    jobs: Vec<NewRow>,
+    job_ids: Vec<i64>,
+}
+
+impl Planned {
+    fn new(
+        unique: &[&ValidEvent],
+        known: HashMap<(i64, Uuid), (i32, i32)>,
+        mut starts: HashMap<i64, i32>,
+    ) -> Result<Self, sqlx::Error> {
+        let mut planned = Planned {
+            pts: known,
+            moved: HashMap::new(),
+            log: NewRows::default(),
+            jobs: Vec::new(),
+            job_ids: Vec::new(),
+        };
+        for e in unique {
+            let user_id = e.event.user_id;
+            if planned.pts.contains_key(&(user_id, e.event_id)) {
+                continue;
             }
-        })
-        .collect();
-    Ok(Written {
-        appended,
-        job_ids,
-        jobs,
-    })
+            let slot = starts.get_mut(&user_id).ok_or_else(|| {
+                sqlx::Error::Protocol(format!("no pts to start from for user {user_id}"))
+            })?;
+            *slot += e.event.pts_count;
+            let pts = *slot;
+            planned.moved.insert(user_id, pts);
+            planned.log.push(user_id, pts, e);
+            planned
+                .pts
+                .insert((user_id, e.event_id), (pts, e.event.pts_count));
+            let job = PushJob {
+                event_id: e.event.event_id.clone(),
+                user_id,
+                origin_auth_key_id: e.event.origin_auth_key_id,
+                update: Some(PtsUpdate {
+                    pts,
+                    pts_count: e.event.pts_count,
+                    date: e.event.date,
+                    update: e.event.update.clone(),
+                }),
+            };
+            planned.jobs.push(NewRow {
+                destination: TO_DISPATCH,
+                event_id: e.event_id,
+                payload: job.encode_to_vec(),
+                traceparent: e.traceparent.clone(),
+            });
+        }
+        Ok(planned)
+    }
+
+    /// One `Appended` per input event, in input order (repeats included).
+    fn written(self, events: &[ValidEvent]) -> Written {
+        let appended = events
+            .iter()
+            .map(|e| {
+                let (pts, pts_count) = self
+                    .pts
+                    .get(&(e.event.user_id, e.event_id))
+                    .copied()
+                    .unwrap_or_default();
+                Appended {
+                    event_id: e.event.event_id.clone(),
+                    user_id: e.event.user_id,
+                    pts,
+                    pts_count,
+                }
+            })
+            .collect();
+        Written {
+            appended,
+            job_ids: self.job_ids,
+            jobs: self.jobs,
+        }
+    }
 }
 
 /// The update-log rows one append inserts, as columns.
@@ -219,6 +392,20 @@ impl NewRows {
         self.dates.push(e.event.date);
         self.bodies
             .push(e.event.update.clone().unwrap_or_default().encode_to_vec());
+    }
+
+    /// Binds the columns as the next six parameters of `query`.
+    fn bind<'q>(
+        &'q self,
+        query: QueryAs<'q, Postgres, StagedRow, PgArguments>,
+    ) -> QueryAs<'q, Postgres, StagedRow, PgArguments> {
+        query
+            .bind(&self.users)
+            .bind(&self.pts)
+            .bind(&self.counts)
+            .bind(&self.ids)
+            .bind(&self.dates)
+            .bind(&self.bodies)
     }
 }
 

@@ -134,3 +134,54 @@ async fn append_gives_each_event_one_pts_per_user_in_order() -> anyhow::Result<(
     );
     Ok(())
 }
+
+/// A worker appends a batch of users it remembers in one statement. When their pts moved
+/// elsewhere meanwhile (another instance of svc-updates), that statement must write nothing,
+/// and the batch must continue from the pts the database holds: never go back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_continues_from_pts_moved_by_another_writer() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let channel =
+        tonic::transport::Endpoint::from_shared(system.config.services.updates.endpoint.clone())?
+            .connect()
+            .await?;
+    let mut updates = UpdatesClient::new(channel);
+    let (ann, ben) = (9101, 9102);
+
+    append(&mut updates, vec![event(1, ann, 1), event(2, ben, 1)]).await?;
+    // Both remembered now: this batch is the one-statement kind.
+    let remembered = append(&mut updates, vec![event(3, ann, 1), event(4, ben, 2)]).await?;
+    assert_eq!(remembered, [(3, ann, 2, 1), (4, ben, 3, 2)]);
+
+    // Another writer moves Ann's pts past what this worker remembers.
+    let mut db = system.db().await?;
+    sqlx::query("UPDATE updates.user_state SET pts = pts + 10 WHERE user_id = $1")
+        .bind(ann)
+        .execute(&mut db)
+        .await?;
+    let after = append(&mut updates, vec![event(5, ben, 1), event(6, ann, 1)]).await?;
+    assert_eq!(
+        after,
+        [(5, ben, 4, 1), (6, ann, 13, 1)],
+        "Ann continues from 12, and Ben's part of the batch is not written twice"
+    );
+    let rows: Vec<(i64, i32)> = sqlx::query_as(
+        "SELECT user_id, pts FROM updates.update_log WHERE user_id IN ($1, $2) ORDER BY 1, 2",
+    )
+    .bind(ann)
+    .bind(ben)
+    .fetch_all(&mut db)
+    .await?;
+    assert_eq!(
+        rows,
+        [(ann, 1), (ann, 2), (ann, 13), (ben, 1), (ben, 3), (ben, 4)]
+    );
+    for (user, pts) in [(ann, 13), (ben, 4)] {
+        let state = updates
+            .get_state(GetStateRequest { user_id: user })
+            .await?
+            .into_inner();
+        assert_eq!(state.pts, pts, "user {user}");
+    }
+    Ok(())
+}
