@@ -51,14 +51,19 @@ async fn append(
         .collect()
 }
 
+/// svc-updates' internal API, as the producers call it.
+async fn updates_client(system: &System) -> anyhow::Result<UpdatesClient<Channel>> {
+    let endpoint = system.config.services.updates.endpoint.clone();
+    let channel = tonic::transport::Endpoint::from_shared(endpoint)?
+        .connect()
+        .await?;
+    Ok(UpdatesClient::new(channel))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn append_gives_each_event_one_pts_per_user_in_order() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let channel =
-        tonic::transport::Endpoint::from_shared(system.config.services.updates.endpoint.clone())?
-            .connect()
-            .await?;
-    let mut updates = UpdatesClient::new(channel);
+    let mut updates = updates_client(&system).await?;
     let (ann, ben, cat) = (9001, 9002, 9003);
 
     // A batch with an event twice and an event that moves pts by two.
@@ -141,11 +146,7 @@ async fn append_gives_each_event_one_pts_per_user_in_order() -> anyhow::Result<(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_append_continues_from_pts_moved_by_another_writer() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let channel =
-        tonic::transport::Endpoint::from_shared(system.config.services.updates.endpoint.clone())?
-            .connect()
-            .await?;
-    let mut updates = UpdatesClient::new(channel);
+    let mut updates = updates_client(&system).await?;
     let (ann, ben) = (9101, 9102);
 
     append(&mut updates, vec![event(1, ann, 1), event(2, ben, 1)]).await?;
