@@ -27,6 +27,7 @@ pub struct ValidEvent {
 
 /// What one append wrote: one `Appended` per input event, in input order, and the push jobs
 /// it stored for svc-dispatch (their outbox ids and rows, for the fast path).
+#[derive(Default)]
 pub struct Written {
     pub appended: Vec<Appended>,
     pub job_ids: Vec<i64>,
@@ -51,11 +52,12 @@ impl LastPts {
             let &(pts, trimmed) = self.0.get(&user)?;
             after.entry(user).or_insert((pts, pts, trimmed)).1 += e.event.pts_count;
         }
-        let step = trim_step(retain);
         after
             .into_iter()
             .map(|(user, (from, to, trimmed))| {
-                (to - retain as i32 - trimmed <= step).then_some((user, from))
+                trim_floor(to, trimmed, retain)
+                    .is_none()
+                    .then_some((user, from))
             })
             .collect()
     }
@@ -83,9 +85,11 @@ impl LastPts {
     }
 }
 
-/// Retention trims in steps of a tenth of it, so a trim is rare and batched.
-fn trim_step(retain: u32) -> i32 {
-    (retain as i32 / 10).max(1)
+/// The new retention floor of a user at `pts` whose log is kept from `trimmed`, when it is due:
+/// retention trims in steps of a tenth of it, so a trim is rare and batched.
+fn trim_floor(pts: i32, trimmed: i32, retain: u32) -> Option<i32> {
+    let keep_from = pts - retain as i32;
+    (keep_from - trimmed > (retain as i32 / 10).max(1)).then_some(keep_from)
 }
 
 /// Appends events, assigning pts per user; events already logged keep their pts.
@@ -110,11 +114,7 @@ pub async fn append(
         .filter(|e| seen.insert((e.event.user_id, e.event_id)))
         .collect();
     if unique.is_empty() {
-        return Ok(Written {
-            appended: vec![],
-            job_ids: vec![],
-            jobs: vec![],
-        });
+        return Ok(Written::default());
     }
     if let Some(starts) = last.starts(&unique, retain) {
         match append_remembered(pool, outbox, &unique, &starts).await {
@@ -252,8 +252,7 @@ async fn append_locked(
     let mut planned = Planned::new(unique, known, starts)?;
     if !planned.jobs.is_empty() {
         for (&user, (pts, trimmed)) in state.iter_mut() {
-            let keep_from = *pts - retain as i32;
-            if keep_from - *trimmed > trim_step(retain) {
+            if let Some(keep_from) = trim_floor(*pts, *trimmed, retain) {
                 // Primary key of update_log (a range of one user's pts), and of user_state.
                 sqlx::query(
                     "WITH gone AS (DELETE FROM update_log WHERE user_id = $1 AND pts <= $2)

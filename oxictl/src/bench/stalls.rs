@@ -8,8 +8,9 @@ use super::*;
 
 /// A send slower than this counts as slow: the latency target at 70 % of the peak.
 pub(super) const SLOW_SEND: Duration = Duration::from_millis(50);
-/// Width of the windows that are merged into episodes.
-const WINDOW_US: u64 = 100_000;
+/// Width of the windows that are merged into episodes: the period of the steal timeline, so
+/// each window has its own reading.
+const WINDOW_US: u64 = steal::SAMPLE_EVERY.as_micros() as u64;
 /// Episodes reported, worst first.
 const REPORTED: usize = 5;
 
