@@ -20,6 +20,9 @@ use crate::{Gateway, accounts, auth::caller};
 
 pub struct MessagesApi(pub Arc<Gateway>);
 
+/// Most ids a client's GetMessages may name.
+pub const MAX_CLIENT_MESSAGE_IDS: usize = 200;
+
 impl Gateway {
     /// The users named by these messages (senders and peers).
     pub async fn users_of(&self, messages: &[Message], also: &[i64]) -> Result<Vec<User>, Status> {
@@ -124,14 +127,19 @@ impl Messages for MessagesApi {
         request: Request<GetMessagesRequest>,
     ) -> Result<Response<MessagesSlice>, Status> {
         let owner_id = caller(&self.0, request.metadata()).await?.user()?;
+        let ids = request.into_inner().ids;
+        if ids.len() > MAX_CLIENT_MESSAGE_IDS {
+            return Err(Error::new(
+                ErrorCode::LimitInvalid,
+                format!("at most {MAX_CLIENT_MESSAGE_IDS} ids"),
+            )
+            .into());
+        }
         let messages = self
             .0
             .messages
             .clone()
-            .get_messages(internal::GetMessagesRequest {
-                owner_id,
-                ids: request.into_inner().ids,
-            })
+            .get_messages(internal::GetMessagesRequest { owner_id, ids })
             .await
             .map_err(forward)?
             .into_inner()

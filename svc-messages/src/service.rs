@@ -24,8 +24,10 @@ use crate::{
 pub const MAX_TEXT_CODE_POINTS: usize = 4096;
 /// Most messages one history page returns.
 pub const MAX_HISTORY_LIMIT: i32 = 100;
-/// Most ids one getMessages call may name.
-pub const MAX_IDS: usize = 200;
+/// Most ids one getMessages call may name: as many as the new messages of the largest
+/// difference slice, whose messages the gateway fetches in one call. Clients are held to a
+/// smaller page at the gateway.
+pub const MAX_IDS: usize = 1000;
 /// How far add_offset may move a history window (seed 000).
 pub const MAX_ADD_OFFSET: i32 = 100;
 /// Most blocked users one page returns.
@@ -138,7 +140,10 @@ impl Messages for MessagesService {
     ) -> Result<Response<MessageList>, Status> {
         let r = request.into_inner();
         if r.ids.len() > MAX_IDS {
-            return Err(status(ErrorCode::LimitInvalid, "at most 200 ids"));
+            return Err(status(
+                ErrorCode::LimitInvalid,
+                &format!("at most {MAX_IDS} ids"),
+            ));
         }
         let messages = store::by_ids(&self.pool, r.owner_id, &r.ids)
             .await

@@ -814,3 +814,47 @@ async fn with_redis_down_sending_goes_on() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A difference slice may hold up to its documented 1000 updates, new messages included; a
+/// client's GetMessages is held to 200 ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_difference_carries_up_to_a_thousand_new_messages() -> anyhow::Result<()> {
+    use oxigram_proto::api::v1::GetDifferenceRequest;
+
+    let system = System::start(Mode::OneProcess).await?;
+    let alice = user(&system, "15554801", "Alice").await?;
+    let bob = user(&system, "15554802", "Bob").await?;
+    let bob_id = bob.user_id()?;
+    let sends = (1..=250).map(|i| alice.send(bob_id, i, "one of many"));
+    for sent in futures::future::join_all(sends).await {
+        sent?;
+    }
+    let diff = bob
+        .updates()
+        .get_difference(GetDifferenceRequest {
+            pts: 0,
+            limit: 1000,
+        })
+        .await?
+        .into_inner();
+    assert_eq!(diff.updates.len(), 250);
+    assert_eq!(diff.new_messages.len(), 250);
+    assert!(!diff.is_slice);
+    expect_code(
+        bob.messages()
+            .get_messages(GetMessagesRequest {
+                ids: (1..=201).collect(),
+            })
+            .await,
+        "LIMIT_INVALID",
+    );
+    let page = bob
+        .messages()
+        .get_messages(GetMessagesRequest {
+            ids: (1..=200).collect(),
+        })
+        .await?
+        .into_inner();
+    assert_eq!(page.messages.len(), 200);
+    Ok(())
+}
