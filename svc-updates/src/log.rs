@@ -435,34 +435,75 @@ pub async fn state(pool: &PgPool, user_id: i64) -> Result<(UpdatesState, i32), s
     })
 }
 
-/// Logged updates after `after_pts`, oldest first, at most `limit` (primary key of update_log).
-pub async fn slice(
+/// What getDifference reads of a user: state and updates from one snapshot.
+pub struct Difference {
+    pub state: UpdatesState,
+    /// Updates up to this pts are no longer retained.
+    pub trimmed_pts: i32,
+    /// Logged updates after the pts asked for, oldest first (none when it is not retained).
+    pub updates: Vec<PtsUpdate>,
+}
+
+#[derive(sqlx::FromRow)]
+struct DifferenceRow {
+    state_pts: i32,
+    trimmed_pts: i32,
+    state_date: i64,
+    pts: Option<i32>,
+    pts_count: Option<i32>,
+    date: Option<i64>,
+    body: Option<Vec<u8>>,
+}
+
+/// The user's state and at most `limit` logged updates after `after_pts`, from one snapshot.
+pub async fn difference(
     pool: &PgPool,
     user_id: i64,
     after_pts: i32,
     limit: i32,
-) -> Result<Vec<PtsUpdate>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT pts, pts_count, date, body FROM update_log
-         WHERE user_id = $1 AND pts > $2 ORDER BY pts LIMIT $3",
-    )
-    .bind(user_id)
-    .bind(after_pts)
-    .bind(limit as i64)
-    .fetch_all(pool)
-    .await?;
-    rows.into_iter()
-        .map(|r| {
-            let body: Vec<u8> = r.try_get("body")?;
-            Ok(PtsUpdate {
-                pts: r.try_get("pts")?,
-                pts_count: r.try_get("pts_count")?,
-                date: r.try_get("date")?,
-                update: Some(
-                    Update::decode(body.as_slice())
-                        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-                ),
-            })
-        })
-        .collect()
+) -> Result<Difference, sqlx::Error> {
+    let rows: Vec<DifferenceRow> = sqlx::query_as(include_str!("../sql/difference.sql"))
+        .bind(user_id)
+        .bind(after_pts)
+        .bind(limit as i64)
+        .fetch_all(pool)
+        .await?;
+    let Some(first) = rows.first() else {
+        return Ok(Difference {
+            state: UpdatesState {
+                pts: 0,
+                date: chrono::Utc::now().timestamp(),
+            },
+            trimmed_pts: 0,
+            updates: vec![],
+        });
+    };
+    let (state, trimmed_pts) = (
+        UpdatesState {
+            pts: first.state_pts,
+            date: first.state_date,
+        },
+        first.trimmed_pts,
+    );
+    let mut updates = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (Some(pts), Some(pts_count), Some(date), Some(body)) =
+            (row.pts, row.pts_count, row.date, row.body)
+        else {
+            continue;
+        };
+        updates.push(PtsUpdate {
+            pts,
+            pts_count,
+            date,
+            update: Some(
+                Update::decode(body.as_slice()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+            ),
+        });
+    }
+    Ok(Difference {
+        state,
+        trimmed_pts,
+        updates,
+    })
 }

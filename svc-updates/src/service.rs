@@ -121,10 +121,14 @@ impl Updates for UpdatesService {
         }
         let limit =
             oxigram_errors::page_limit(req.limit, DEFAULT_DIFFERENCE_LIMIT, MAX_DIFFERENCE_LIMIT)?;
-        let (state, trimmed) = log::state(&self.pool, req.user_id)
+        let log::Difference {
+            state,
+            trimmed_pts,
+            updates,
+        } = log::difference(&self.pool, req.user_id, req.pts, limit)
             .await
             .map_err(Error::from)?;
-        if req.pts < trimmed {
+        if req.pts < trimmed_pts {
             return Ok(Response::new(GetDifferenceResponse {
                 updates: vec![],
                 state: Some(state),
@@ -132,17 +136,8 @@ impl Updates for UpdatesService {
                 too_long: true,
             }));
         }
-        if req.pts >= state.pts {
-            return Ok(Response::new(GetDifferenceResponse {
-                updates: vec![],
-                state: Some(state),
-                is_slice: false,
-                too_long: false,
-            }));
-        }
-        let updates = log::slice(&self.pool, req.user_id, req.pts, limit)
-            .await
-            .map_err(Error::from)?;
+        // The state and the updates come from one snapshot: the last update is never past
+        // the state, and a slice ends the state the client continues from at its last update.
         let last = updates.last().map_or(req.pts, |u| u.pts);
         let is_slice = last < state.pts;
         let state = if is_slice {

@@ -186,3 +186,60 @@ async fn an_append_continues_from_pts_moved_by_another_writer() -> anyhow::Resul
     }
     Ok(())
 }
+
+/// getDifference answers from one snapshot: while appends commit all the time, the state it
+/// returns is never behind the last update it returns, and a slice's state is exactly its last
+/// update's pts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_difference_never_answers_a_state_behind_its_updates() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let mut appender = updates_client(&system).await?;
+    let mut reader = appender.clone();
+    let user = 9201;
+    append(&mut appender, vec![event(1, user, 1)]).await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let appending = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut id = 10u128;
+            while !stop.is_cancelled() {
+                let batch = (0..4).map(|i| event(id + i, user, 1)).collect();
+                append(&mut appender, batch).await?;
+                id += 4;
+            }
+            anyhow::Ok(())
+        })
+    };
+    let mut checked = 0;
+    for round in 0..400 {
+        // Older starting points too, so some answers are slices.
+        let (pts, limit) = if round % 2 == 0 { (0, 1000) } else { (0, 7) };
+        let d = reader
+            .get_difference(GetDifferenceRequest {
+                user_id: user,
+                pts,
+                limit,
+            })
+            .await?
+            .into_inner();
+        let state = d.state.map_or(0, |s| s.pts);
+        if let Some(last) = d.updates.last() {
+            checked += 1;
+            assert!(
+                state >= last.pts,
+                "round {round}: state pts {state} is behind the last update's pts {}",
+                last.pts
+            );
+            if d.is_slice {
+                assert_eq!(
+                    state, last.pts,
+                    "round {round}: a slice ends at its last update"
+                );
+            }
+        }
+    }
+    stop.cancel();
+    appending.await??;
+    assert!(checked > 300, "answers with updates: {checked}");
+    Ok(())
+}
