@@ -7,7 +7,7 @@ use std::{
 };
 
 use oxigram_kit::GrpcChannel;
-use oxigram_outbox::{Destination, OutboxMessage};
+use oxigram_outbox::{Destination, OutboxMessage, Refused};
 use oxigram_proto::{
     internal::v1::{PushRequest, gateway_push_client::GatewayPushClient},
     types::v1::PushJob,
@@ -49,10 +49,12 @@ impl ToGateways {
 impl Destination for ToGateways {
     const NAME: &'static str = crate::TO_GATEWAYS;
 
-    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
         let jobs = batch
             .iter()
-            .map(|m| PushJob::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
+            .map(|m| {
+                PushJob::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         // Every user of the batch, resolved in one Redis round trip.
         let users: Vec<i64> = jobs.iter().map(|j| j.user_id).collect();
@@ -60,7 +62,7 @@ impl Destination for ToGateways {
             .routes
             .lookup_many(&users)
             .await
-            .map_err(|e| format!("routes: {e}"))?;
+            .map_err(|e| Refused::transient(format!("routes: {e}")))?;
         // Group by gateway instance; the device whose request made the event is left out.
         let mut by_instance: BTreeMap<&str, Vec<PushJob>> = BTreeMap::new();
         for job in &jobs {
@@ -78,11 +80,12 @@ impl Destination for ToGateways {
             }
         }
         let pushes = by_instance.into_iter().map(|(instance, jobs)| async move {
-            let mut client = self.client(instance)?;
-            client
-                .push(PushRequest { jobs })
-                .await
-                .map_err(|s| format!("push to {instance}: {s}"))
+            let mut client = self.client(instance).map_err(Refused::transient)?;
+            client.push(PushRequest { jobs }).await.map_err(|s| {
+                let mut refused = oxigram_kit::refused(s);
+                refused.detail = format!("push to {instance}: {}", refused.detail);
+                refused
+            })
         });
         for outcome in futures::future::join_all(pushes).await {
             outcome?;

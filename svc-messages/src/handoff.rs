@@ -3,7 +3,7 @@
 
 use oxigram_kit::GrpcChannel;
 use oxigram_kit::to_updates::decode_events;
-use oxigram_outbox::{Destination, OutboxMessage};
+use oxigram_outbox::{Destination, OutboxMessage, Refused};
 use oxigram_proto::internal::v1::{ApplyEventsRequest, dialogs_client::DialogsClient};
 use uuid::Uuid;
 
@@ -34,14 +34,14 @@ impl ToDialogs {
 impl Destination for ToDialogs {
     const NAME: &'static str = crate::TO_DIALOGS;
 
-    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
         self.client
             .clone()
             .apply_events(ApplyEventsRequest {
                 events: decode_events(batch)?,
             })
             .await
-            .map_err(|s| s.to_string())?;
+            .map_err(oxigram_kit::refused)?;
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::GrpcChannel;
-use oxigram_outbox::{Destination, FastPath, Outbox, OutboxMessage};
+use oxigram_outbox::{Destination, FastPath, Outbox, OutboxMessage, Refused};
 use oxigram_proto::{
     internal::v1::{
         AppendRequest, AppendResponse, EnqueueRequest, GetDifferenceRequest, GetDifferenceResponse,
@@ -173,16 +173,18 @@ impl ToDispatch {
 impl Destination for ToDispatch {
     const NAME: &'static str = crate::TO_DISPATCH;
 
-    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
         let jobs = batch
             .iter()
-            .map(|m| PushJob::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
+            .map(|m| {
+                PushJob::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         self.client
             .clone()
             .enqueue(EnqueueRequest { jobs })
             .await
-            .map_err(|s| s.to_string())?;
+            .map_err(oxigram_kit::refused)?;
         Ok(())
     }
 }

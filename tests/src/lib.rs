@@ -395,6 +395,10 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             c.outbox.poll_ms.to_string(),
         ),
         (
+            "OXIGRAM_OUTBOX__MAX_ATTEMPTS".into(),
+            c.outbox.max_attempts.to_string(),
+        ),
+        (
             "OXIGRAM_OUTBOX__FAST_PATH_GRACE_MS".into(),
             c.outbox.fast_path_grace_ms.to_string(),
         ),

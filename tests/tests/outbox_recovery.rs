@@ -183,3 +183,109 @@ async fn inbox_prunes_only_past_retention() -> anyhow::Result<()> {
     assert_eq!(left, 0);
     Ok(())
 }
+
+/// A hand-off that keeps failing never gives up on a row: an outage longer than every attempt
+/// the relay would once have made still ends with the message logged, exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_outlasting_the_attempts_loses_nothing() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    config.outbox.max_attempts = 3;
+    let mut system = System::start_with(config, ground, Mode::Processes).await?;
+    let mut alice = system.device().await?;
+    alice.sign_up("15550171", "Alice").await?;
+    let mut bob = system.device().await?;
+    let bob_id = bob.sign_up("15550172", "Bob").await?.id;
+
+    system.stop_service(Target::Updates).await?;
+    alice.send(bob_id, 71, "sent during a long outage").await?;
+    // Far more attempts than max_attempts fail meanwhile (grace 300 ms, backoff 50..500 ms).
+    let mut db = system.db().await?;
+    eventually(
+        Duration::from_secs(20),
+        "attempts past the limit",
+        || async {
+            let attempts: Option<i32> = sqlx::query_scalar(
+                "SELECT max(attempts) FROM messages.outbox WHERE destination = 'updates'",
+            )
+            .fetch_one(&mut system.db().await?)
+            .await?;
+            Ok((attempts.unwrap_or(0) > 6).then_some(()))
+        },
+    )
+    .await?;
+    let failed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM messages.outbox WHERE destination = 'updates' AND status <> 0",
+    )
+    .fetch_one(&mut db)
+    .await?;
+    assert_eq!(
+        failed, 0,
+        "an unreachable destination never fails a row for good"
+    );
+
+    system.start_service(Target::Updates)?;
+    system.wait_serving(Target::Updates).await?;
+    let diff = eventually(Duration::from_secs(20), "Bob's difference", || async {
+        let d = bob.difference(0).await?;
+        Ok((!d.updates.is_empty()).then_some(d))
+    })
+    .await?;
+    assert_eq!(diff.updates.len(), 1);
+    assert_eq!(diff.new_messages[0].text, "sent during a long outage");
+    Ok(())
+}
+
+/// The relay's two kinds of failure, on an outbox of its own: a destination that is down is
+/// retried without end; one that refuses the events as malformed keeps the row as failed once
+/// out of attempts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_permanent_refusals_end_in_failure() -> anyhow::Result<()> {
+    use oxigram_outbox::{Destination, NewRow, Outbox, OutboxMessage, Refused, RelayConfig};
+
+    struct Refusing(Refused);
+    impl Destination for Refusing {
+        const NAME: &'static str = "refusing";
+        async fn deliver(&self, _: &[OutboxMessage]) -> Result<(), Refused> {
+            Err(self.0.clone())
+        }
+    }
+
+    let infra = oxigram_tests::infra().await?;
+    let url = oxigram_tests::fresh_database(&infra).await?;
+    let pool = oxigram_storage::connect_lazy(&url, "relaytest", 2)?;
+    oxigram_storage::migrate(&pool, "relaytest", &[&oxigram_outbox::MIGRATOR]).await?;
+    // No grace, no backoff: every round may claim the row again.
+    let config = RelayConfig::from_millis(10, 10_000, 10, 3, 0, 0, 0);
+    let outbox = Outbox::new(pool.clone(), "relaytest", config);
+    let status_after_rounds = |refused: Refused| {
+        let (outbox, pool) = (outbox.clone(), pool.clone());
+        async move {
+            let row = NewRow::new("refusing", uuid::Uuid::new_v4(), vec![1]);
+            let mut tx = pool.begin().await?;
+            let ids = outbox.enqueue(&mut tx, [&row]).await?;
+            tx.commit().await?;
+            let relay = outbox.relay(Refusing(refused));
+            for _ in 0..10 {
+                relay.round().await?;
+            }
+            let (status, attempts): (i16, i32) =
+                sqlx::query_as("SELECT status, attempts FROM outbox WHERE id = $1")
+                    .bind(ids[0])
+                    .fetch_one(&pool)
+                    .await?;
+            sqlx::query("DELETE FROM outbox").execute(&pool).await?;
+            anyhow::Ok((status, attempts))
+        }
+    };
+    assert_eq!(
+        status_after_rounds(Refused::transient("down")).await?,
+        (0, 10),
+        "a destination that is down: pending after ten attempts"
+    );
+    assert_eq!(
+        status_after_rounds(Refused::permanent("malformed")).await?,
+        (2, 3),
+        "a malformed row: failed after max_attempts"
+    );
+    Ok(())
+}

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use oxigram_outbox::Refused;
 use oxigram_telemetry::propagation::TracePropagation;
 use tokio_util::sync::CancellationToken;
 use tonic::{service::interceptor::InterceptedService, transport::Endpoint};
@@ -58,5 +59,17 @@ pub async fn wait_serving(
             _ = tokio::time::sleep(delay) => {}
         }
         delay = (delay * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// How an outbox delivery reads a call's failure: the destination refusing its events as
+/// malformed is permanent; anything else (down, overloaded, timed out, failing inside) is a
+/// reason to try again later.
+pub fn refused(status: tonic::Status) -> Refused {
+    let detail = status.to_string();
+    if status.code() == tonic::Code::InvalidArgument {
+        Refused::permanent(detail)
+    } else {
+        Refused::transient(detail)
     }
 }

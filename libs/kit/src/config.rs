@@ -63,6 +63,9 @@ pub struct OutboxConfig {
     pub batch_size: u32,
     pub lease_ms: u64,
     pub poll_ms: u64,
+    /// Attempts after which a row its destination refuses as malformed is kept as failed.
+    /// Rows that fail for any other reason (the destination is down) are retried, every
+    /// `backoff_max_ms` at the slowest, until they are delivered.
     pub max_attempts: u32,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,

@@ -10,7 +10,7 @@ pub mod shutdown;
 pub mod startup;
 pub mod to_updates;
 
-pub use client::{GrpcChannel, channel, wait_serving};
+pub use client::{GrpcChannel, channel, refused, wait_serving};
 pub use config::{Config, ServiceAddr};
 pub use server::{GrpcServer, Readiness};
 pub use shutdown::shutdown_on_signals;

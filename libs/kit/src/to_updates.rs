@@ -2,7 +2,7 @@
 //! Used as an outbox destination (the relay) and directly right after commit (the fast path);
 //! svc-updates deduplicates by event id, so the two may overlap.
 
-use oxigram_outbox::{Destination, Outbox, OutboxMessage};
+use oxigram_outbox::{Destination, Outbox, OutboxMessage, Refused};
 use oxigram_proto::{
     internal::v1::{AppendRequest, Appended, updates_client::UpdatesClient},
     types::v1::UserEvent,
@@ -14,11 +14,14 @@ use crate::GrpcChannel;
 /// The outbox destination name of svc-updates.
 pub const TO_UPDATES: &str = "updates";
 
-/// Decodes a batch of outbox events that are `UserEvent`s.
-pub fn decode_events(batch: &[OutboxMessage]) -> Result<Vec<UserEvent>, String> {
+/// Decodes a batch of outbox events that are `UserEvent`s; an unreadable one can never be
+/// delivered.
+pub fn decode_events(batch: &[OutboxMessage]) -> Result<Vec<UserEvent>, Refused> {
     batch
         .iter()
-        .map(|m| UserEvent::decode(m.payload.as_slice()).map_err(|e| e.to_string()))
+        .map(|m| {
+            UserEvent::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
+        })
         .collect()
 }
 
@@ -88,10 +91,10 @@ impl ToUpdates {
 impl Destination for ToUpdates {
     const NAME: &'static str = TO_UPDATES;
 
-    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), String> {
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
         self.append(decode_events(batch)?)
             .await
-            .map_err(|s| s.to_string())?;
+            .map_err(crate::refused)?;
         Ok(())
     }
 }

@@ -6,7 +6,9 @@
 //! loop). A row still there after `fast_path_grace` is the [`Relay`]'s:
 //! it claims due rows in batches (`FOR UPDATE SKIP LOCKED`), leases
 //! them by moving `available_at` forward, delivers, and deletes what was delivered; failures are
-//! retried with capped exponential backoff until `max_attempts`, then kept as failed. The
+//! retried with capped exponential backoff for as long as it takes, since every row carries a
+//! fact already promised to a client. Only rows that can never be delivered (unreadable, or
+//! refused as malformed: [`Refused::permanent`]) are kept as failed after `max_attempts`. The
 //! receiver deduplicates by event id ([`first_deliveries`]), so a replay is harmless.
 
 mod batch;
@@ -30,7 +32,7 @@ use uuid::Uuid;
 pub use batch::next_batch;
 use batch::next_batch_lingering;
 pub use fast_path::FastPath;
-pub use relay::{Destination, OutboxMessage, Relay, RelayConfig};
+pub use relay::{Destination, OutboxMessage, Refused, Relay, RelayConfig};
 
 /// Most events one delivery carries, the relay's and the fast path's alike: every receiver
 /// takes this many in one call (svc-updates, svc-dialogs and svc-dispatch assert it; a

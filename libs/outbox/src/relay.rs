@@ -1,7 +1,8 @@
 //! The relay: claims due outbox rows of one destination in batches, delivers them, and
-//! records the outcome (delete on success; backoff, or terminal failure, otherwise).
+//! records the outcome: delete on success; otherwise backoff, and a terminal failure only for
+//! rows their destination refuses as malformed.
 
-use std::{future::Future, sync::Arc, time::Duration};
+use std::{fmt, future::Future, sync::Arc, time::Duration};
 
 use sqlx::{PgPool, Row};
 use tokio_util::sync::CancellationToken;
@@ -18,6 +19,9 @@ pub struct RelayConfig {
     pub lease: Duration,
     /// How often an idle relay looks for due rows.
     pub poll: Duration,
+    /// Attempts after which a row its destination refuses as malformed ([`Refused::permanent`])
+    /// is kept as failed. Rows that failed for any other reason are retried for as long as it
+    /// takes: each carries a fact its producer already promised.
     pub max_attempts: u32,
     pub backoff_base: Duration,
     pub backoff_max: Duration,
@@ -41,13 +45,53 @@ pub struct OutboxMessage {
     pub traceparent: Option<String>,
 }
 
+/// Why a delivery did not go through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub detail: String,
+    /// The events can never be delivered as they are (their payload cannot be read, or the
+    /// destination rejects them as malformed): after `max_attempts` their rows are kept as
+    /// failed for an operator. Anything else (the destination is down, slow or overloaded)
+    /// is retried without limit.
+    pub permanent: bool,
+}
+
+impl Refused {
+    /// A failure that retrying can cure.
+    pub fn transient(detail: impl Into<String>) -> Self {
+        Self {
+            detail: detail.into(),
+            permanent: false,
+        }
+    }
+
+    /// Events that no retry can deliver.
+    pub fn permanent(detail: impl Into<String>) -> Self {
+        Self {
+            detail: detail.into(),
+            permanent: true,
+        }
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = if self.permanent {
+            "permanent"
+        } else {
+            "transient"
+        };
+        write!(f, "{} ({kind})", self.detail)
+    }
+}
+
 /// Where a relay hands rows off to (usually another service's idempotent gRPC method).
 pub trait Destination: Send + Sync + 'static {
     /// The destination's name in the outbox table.
     const NAME: &'static str;
 
     /// Delivers a whole batch; an error makes every row of the batch retry.
-    fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), String>> + Send;
+    fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), Refused>> + Send;
 }
 
 /// The span of one delivery, continuing the traces the rows were written in.
@@ -72,7 +116,7 @@ pub(crate) fn delivery_span<D: Destination>(
 impl<D: Destination> Destination for Arc<D> {
     const NAME: &'static str = D::NAME;
 
-    fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), String>> + Send {
+    fn deliver(&self, batch: &[OutboxMessage]) -> impl Future<Output = Result<(), Refused>> + Send {
         (**self).deliver(batch)
     }
 }
@@ -143,21 +187,21 @@ impl<D: Destination> Relay<D> {
     pub async fn round(&self) -> Result<usize, sqlx::Error> {
         let rows = self.claim().await?;
         let claimed = rows.len();
-        // Rows whose payload cannot be read: retried, then kept as failed, like a refusal.
-        let mut unreadable: Vec<(i64, String)> = Vec::new();
+        // Rows whose payload cannot be read: retried, then kept as failed.
+        let mut unreadable: Vec<(i64, Refused)> = Vec::new();
         let mut readable = Vec::with_capacity(claimed);
         for row in rows {
             let id = row.id;
             match frame::decode(row) {
                 Ok(events) => readable.push((id, events)),
-                Err(error) => unreadable.push((id, error)),
+                Err(error) => unreadable.push((id, Refused::permanent(error))),
             }
         }
         let mut delivered: Vec<i64> = Vec::new();
         let mut events_delivered = 0;
         // After a refused call the rest wait too: the destination is likely down, and calling
         // it again within the round would only fail again.
-        let mut refused: Option<(Vec<i64>, String)> = None;
+        let mut refused: Option<(Vec<i64>, Refused)> = None;
         for (ids, batch) in batch::calls(readable) {
             if let Some((waiting, _)) = refused.as_mut() {
                 waiting.extend(ids);
@@ -196,14 +240,14 @@ impl<D: Destination> Relay<D> {
         Ok(claimed)
     }
 
-    /// Backs off rows whose delivery failed, or keeps them as failed once out of attempts
-    /// (primary key of outbox).
-    async fn retry_later(&self, ids: &[i64], error: String) -> Result<(), sqlx::Error> {
+    /// Backs off rows whose delivery failed (capped exponential backoff with jitter); a row
+    /// refused permanently is kept as failed once out of attempts (primary key of outbox).
+    async fn retry_later(&self, ids: &[i64], refused: Refused) -> Result<(), sqlx::Error> {
         let (retried, failed): (i64, i64) = sqlx::query_as(
             "WITH moved AS (
                 UPDATE outbox SET
-                    status = CASE WHEN attempts >= $2 THEN 2 ELSE 0 END,
-                    available_at = now() + LEAST($4::float8, $3::float8 * power(2, attempts - 1))
+                    status = CASE WHEN $6 AND attempts >= $2 THEN 2 ELSE 0 END,
+                    available_at = now() + LEAST($4::float8, $3::float8 * power(2, LEAST(attempts - 1, 40)))
                         * (0.8 + random() * 0.4) * interval '1 millisecond',
                     last_error = $5
                 WHERE id = ANY($1)
@@ -216,7 +260,8 @@ impl<D: Destination> Relay<D> {
         .bind(self.config.max_attempts as i32)
         .bind(self.config.backoff_base.as_millis() as f64)
         .bind(self.config.backoff_max.as_millis() as f64)
-        .bind(error)
+        .bind(refused.detail)
+        .bind(refused.permanent)
         .fetch_one(&self.pool)
         .await?;
         metrics::failed(self.schema, D::NAME, failed as u64);
