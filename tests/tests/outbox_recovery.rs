@@ -287,5 +287,43 @@ async fn only_permanent_refusals_end_in_failure() -> anyhow::Result<()> {
         (2, 3),
         "a malformed row: failed after max_attempts"
     );
+
+    // A running relay publishes its backlog: the age of its oldest pending row, and the rows
+    // kept as failed.
+    for refused in [Refused::permanent("malformed"), Refused::transient("down")] {
+        let row = NewRow::new("refusing", uuid::Uuid::new_v4(), vec![1]);
+        let mut tx = pool.begin().await?;
+        outbox.enqueue(&mut tx, [&row]).await?;
+        tx.commit().await?;
+        let stop = tokio_util::sync::CancellationToken::new();
+        let running = tokio::spawn(outbox.relay(Refusing(refused)).run(stop.clone()));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.cancel();
+        running.await?;
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn(
+        outbox
+            .relay(Refusing(Refused::transient("down")))
+            .run(stop.clone()),
+    );
+    let gauge = |name: &str| {
+        oxigram_telemetry::metrics::render()
+            .lines()
+            .find(|l| {
+                l.starts_with(name) && l.contains("schema=\"relaytest\"") && l.contains("refusing")
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    // The relays before this one published ages of a few milliseconds.
+    eventually(Duration::from_secs(5), "the pending row's age", || async {
+        Ok(gauge("oxigram_outbox_oldest_pending_seconds").filter(|age| *age >= 1.0))
+    })
+    .await?;
+    stop.cancel();
+    running.await?;
+    assert_eq!(gauge("oxigram_outbox_failed_rows"), Some(1.0));
     Ok(())
 }

@@ -2,7 +2,9 @@
 
 use std::sync::OnceLock;
 
-use prometheus_client::metrics::{counter::Counter, family::Family};
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::metrics::{counter::Counter, family::Family, gauge::Gauge};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -10,6 +12,8 @@ struct OutboxMetrics {
     delivered: Family<Labels, Counter>,
     retried: Family<Labels, Counter>,
     failed: Family<Labels, Counter>,
+    oldest_pending: Family<Labels, Gauge<f64, AtomicU64>>,
+    failed_rows: Family<Labels, Gauge>,
 }
 
 fn get() -> &'static OutboxMetrics {
@@ -19,6 +23,8 @@ fn get() -> &'static OutboxMetrics {
             delivered: Family::default(),
             retried: Family::default(),
             failed: Family::default(),
+            oldest_pending: Family::default(),
+            failed_rows: Family::default(),
         };
         oxigram_telemetry::metrics::register(
             "outbox_delivered",
@@ -32,8 +38,18 @@ fn get() -> &'static OutboxMetrics {
         );
         oxigram_telemetry::metrics::register(
             "outbox_failed",
-            "Outbox events whose rows ran out of attempts (terminal failures)",
+            "Outbox events whose rows were refused as malformed until out of attempts (terminal failures)",
             m.failed.clone(),
+        );
+        oxigram_telemetry::metrics::register(
+            "outbox_oldest_pending_seconds",
+            "Age of the oldest row still waiting for delivery (0 when none): a fact promised to a client and not yet handed on",
+            m.oldest_pending.clone(),
+        );
+        oxigram_telemetry::metrics::register(
+            "outbox_failed_rows",
+            "Rows kept as failed, waiting for an operator",
+            m.failed_rows.clone(),
         );
         m
     })
@@ -64,4 +80,13 @@ pub(crate) fn failed(schema: &str, destination: &str, n: u64) {
         .failed
         .get_or_create(&labels(schema, destination))
         .inc_by(n);
+}
+
+pub(crate) fn backlog(schema: &str, destination: &str, oldest_pending_secs: f64, failed_rows: i64) {
+    let l = labels(schema, destination);
+    get()
+        .oldest_pending
+        .get_or_create(&l)
+        .set(oldest_pending_secs);
+    get().failed_rows.get_or_create(&l).set(failed_rows);
 }

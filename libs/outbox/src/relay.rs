@@ -156,10 +156,12 @@ impl<D: Destination> Relay<D> {
             destination = D::NAME,
             "outbox relay started"
         );
+        let mut backlog = Backlog::default();
         loop {
             if shutdown.is_cancelled() {
                 break;
             }
+            backlog.watch(&self).await;
             let idle = match self.round().await {
                 Ok(n) => n < self.config.batch_size as usize,
                 Err(err) => {
@@ -269,6 +271,19 @@ impl<D: Destination> Relay<D> {
         Ok(())
     }
 
+    /// The age of the oldest pending row and the number of failed ones (primary key of outbox,
+    /// from its head: pending rows are few unless a destination is down).
+    async fn backlog(&self) -> Result<(f64, i64), sqlx::Error> {
+        sqlx::query_as(
+            "SELECT coalesce((SELECT extract(epoch FROM now() - created_at)::float8 FROM outbox
+                               WHERE destination = $1 AND status = 0 ORDER BY id LIMIT 1), 0),
+                    (SELECT count(*) FROM outbox WHERE destination = $1 AND status = 2)",
+        )
+        .bind(D::NAME)
+        .fetch_one(&self.pool)
+        .await
+    }
+
     /// Leases a batch of due rows (index `outbox_due` to pick them, the primary key to move them:
     /// an `IN (subquery)` here would hash-join a scan of the whole table), oldest first.
     async fn claim(&self) -> Result<Vec<frame::StoredRow>, sqlx::Error> {
@@ -303,5 +318,50 @@ impl<D: Destination> Relay<D> {
         // RETURNING has no order; deliver in the order the rows were written.
         batch.sort_by_key(|m| m.id);
         Ok(batch)
+    }
+}
+
+/// How often a relay looks at its backlog.
+const BACKLOG_EVERY: Duration = Duration::from_secs(5);
+/// A pending row older than this is worth a warning: its destination has been failing a while.
+const BACKLOG_WARN_AGE_SECS: f64 = 60.0;
+
+/// A relay's view of its backlog, published as metrics, and warned about once per episode
+/// rather than on every look.
+#[derive(Default)]
+struct Backlog {
+    last_look: Option<tokio::time::Instant>,
+    warned: bool,
+}
+
+impl Backlog {
+    async fn watch<D: Destination>(&mut self, relay: &Relay<D>) {
+        if self
+            .last_look
+            .is_some_and(|at| at.elapsed() < BACKLOG_EVERY)
+        {
+            return;
+        }
+        self.last_look = Some(tokio::time::Instant::now());
+        let Ok((oldest, failed)) = relay.backlog().await else {
+            return;
+        };
+        metrics::backlog(relay.schema, D::NAME, oldest, failed);
+        let late = oldest >= BACKLOG_WARN_AGE_SECS;
+        if late && !self.warned {
+            tracing::warn!(
+                schema = relay.schema,
+                destination = D::NAME,
+                oldest_pending_secs = oldest,
+                "outbox rows are waiting longer than they should: the destination keeps failing"
+            );
+        } else if !late && self.warned {
+            tracing::info!(
+                schema = relay.schema,
+                destination = D::NAME,
+                "the outbox backlog has cleared"
+            );
+        }
+        self.warned = late;
     }
 }
