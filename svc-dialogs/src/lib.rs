@@ -1,15 +1,19 @@
 //! svc-dialogs: each user's dialogs with their top message, read watermarks, unread counters
-//! and delivery receipts. It learns of new messages from the same events as the update log,
-//! through its idempotent `ApplyEvents` receiver; reads and receipts it makes are events for
-//! svc-updates, written to its own outbox in the same transaction.
+//! and delivery receipts, kept as a projection of her update log: svc-updates hands on every
+//! logged event with its pts, and `ApplyEvents` applies each user's in pts order, once each.
+//! A read is logged by svc-updates only while the reader's log is where the read counted it;
+//! receipts and the sender's side of a read are events for svc-updates, written to this
+//! service's outbox in the same transaction.
 
+mod projection;
+mod read;
 mod service;
 mod store;
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use oxigram_kit::{Config, GrpcServer, startup, to_updates::ToUpdates};
-use oxigram_outbox::Outbox;
+use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::internal::v1::dialogs_server::DialogsServer;
 use tokio_util::sync::CancellationToken;
 
@@ -31,7 +35,9 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);
-    let service = DialogsService::new(pool.clone(), outbox.clone(), to_updates.clone());
+    let to_updates = Arc::new(to_updates);
+    let derived = FastPath::start(outbox.clone(), to_updates.clone(), Duration::ZERO);
+    let service = DialogsService::new(pool.clone(), outbox.clone(), (*to_updates).clone(), derived);
     let relay = outbox.relay(to_updates);
     let readiness = server.readiness();
     let background = {

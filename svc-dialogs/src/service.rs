@@ -2,7 +2,7 @@
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::to_updates::ToUpdates;
-use oxigram_outbox::Outbox;
+use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::internal::v1::{
     ApplyEventsRequest, ApplyEventsResponse, GetDialogsRequest, GetDialogsResponse,
     GetOutboxReadDateRequest, GetOutboxReadDateResponse, ReadHistoryRequest, ReadHistoryResponse,
@@ -10,9 +10,12 @@ use oxigram_proto::internal::v1::{
 };
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
-use crate::store;
+use crate::{
+    projection,
+    read::{self, Read},
+    store,
+};
 
 /// Most dialogs one page returns.
 pub const MAX_DIALOGS_LIMIT: i32 = 100;
@@ -25,14 +28,17 @@ pub struct DialogsService {
     pool: PgPool,
     outbox: Outbox,
     to_updates: ToUpdates,
+    /// Events that applying the log makes for other users' logs, handed on after commit.
+    derived: FastPath,
 }
 
 impl DialogsService {
-    pub fn new(pool: PgPool, outbox: Outbox, to_updates: ToUpdates) -> Self {
+    pub fn new(pool: PgPool, outbox: Outbox, to_updates: ToUpdates, derived: FastPath) -> Self {
         Self {
             pool,
             outbox,
             to_updates,
+            derived,
         }
     }
 }
@@ -47,18 +53,34 @@ impl Dialogs for DialogsService {
         if events.len() > MAX_EVENTS {
             return Err(status(ErrorCode::LimitInvalid, "too many events"));
         }
-        let events = events
-            .into_iter()
-            .map(|e| {
-                Uuid::parse_str(&e.event_id)
-                    .map(|id| (id, e))
-                    .map_err(|_| status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let applied = store::apply(&self.pool, events)
+        for e in &events {
+            if uuid::Uuid::parse_str(&e.event_id).is_err() {
+                return Err(status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"));
+            }
+            if e.pts < e.pts_count || e.pts_count < 1 {
+                return Err(status(
+                    ErrorCode::PtsInvalid,
+                    "an event to apply carries the pts its log gave it",
+                ));
+            }
+        }
+        let applied = projection::apply(&self.pool, &self.outbox, events)
             .await
             .map_err(Error::from)?;
-        Ok(Response::new(ApplyEventsResponse { applied }))
+        let (ids, rows) = applied.derived;
+        if !ids.is_empty() {
+            self.derived.hand_off(ids, rows);
+        }
+        if applied.held > 0 {
+            // The outbox delivers them again, once the events before them are here.
+            return Err(status(
+                ErrorCode::Unavailable,
+                "events ahead of a gap in their user's pts wait for the missing ones",
+            ));
+        }
+        Ok(Response::new(ApplyEventsResponse {
+            applied: applied.applied,
+        }))
     }
 
     async fn get_dialogs(
@@ -95,31 +117,26 @@ impl Dialogs for DialogsService {
                 "max_id must not be negative",
             ));
         }
-        let moved = store::read_history(
+        let read = read::read_history(
             &self.pool,
-            &self.outbox,
+            &self.to_updates,
             r.owner_id,
             r.peer_user_id,
             r.max_id,
             r.auth_key_id,
         )
-        .await
-        .map_err(Error::from)?;
-        let Some(moved) = moved else {
-            return Ok(Response::new(ReadHistoryResponse {
+        .await?;
+        Ok(Response::new(match read {
+            Read::Unchanged => ReadHistoryResponse {
                 pts: 0,
                 pts_count: 0,
                 moved: false,
-            }));
-        };
-        let (pts, pts_count) = self
-            .to_updates
-            .fast_path(&self.outbox, moved.events, &moved.rows, r.owner_id)
-            .await;
-        Ok(Response::new(ReadHistoryResponse {
-            pts,
-            pts_count,
-            moved: true,
+            },
+            Read::Logged { pts } => ReadHistoryResponse {
+                pts,
+                pts_count: 1,
+                moved: true,
+            },
         }))
     }
 

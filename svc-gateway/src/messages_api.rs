@@ -156,11 +156,11 @@ impl Messages for MessagesApi {
         let owner_id = me.user()?;
         let r = request.into_inner();
         self.0.check_peer(r.peer_user_id).await?;
-        // Through svc-messages, which first waits for svc-dialogs to hold every message sent
-        // before this read.
+        // svc-dialogs counts the unread messages as of the reader's update log and logs the
+        // read right after what it counted.
         let read = self
             .0
-            .messages
+            .dialogs
             .clone()
             .read_history(internal::ReadHistoryRequest {
                 owner_id,

@@ -8,14 +8,14 @@ use std::{collections::HashMap, sync::Arc};
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_kit::to_updates::ToUpdates;
-use oxigram_outbox::{FastPath, Outbox, next_batch};
+use oxigram_outbox::{Outbox, next_batch};
 use oxigram_proto::internal::v1::SendMessageResponse;
 use sqlx::PgPool;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tonic::Status;
 use tracing::Instrument;
 
-use crate::store::{self, ForDialogs, GroupOutcome, NewMessage, SendOutcome, Sent};
+use crate::store::{self, GroupOutcome, NewMessage, SendOutcome, Sent};
 
 /// Most sends one shared transaction takes.
 pub const MAX_GROUP: usize = 256;
@@ -29,13 +29,11 @@ struct Job {
     reply: Reply,
 }
 
-/// What a send needs after validation: its database, its outbox and the ways to svc-updates
-/// and svc-dialogs.
+/// What a send needs after validation: its database, its outbox and the way to svc-updates.
 struct Sender {
     pool: PgPool,
     outbox: Outbox,
     to_updates: ToUpdates,
-    to_dialogs: FastPath,
 }
 
 #[derive(Clone)]
@@ -45,20 +43,13 @@ pub struct GroupCommit {
 
 impl GroupCommit {
     /// Starts `workers` transaction runners. Must be called inside a Tokio runtime.
-    pub fn start(
-        pool: PgPool,
-        outbox: Outbox,
-        to_updates: ToUpdates,
-        to_dialogs: FastPath,
-        workers: usize,
-    ) -> Self {
+    pub fn start(pool: PgPool, outbox: Outbox, to_updates: ToUpdates, workers: usize) -> Self {
         let (queue, rx) = mpsc::channel(QUEUE);
         let rx = Arc::new(Mutex::new(rx));
         let sender = Arc::new(Sender {
             pool,
             outbox,
             to_updates,
-            to_dialogs,
         });
         for _ in 0..workers.max(1) {
             tokio::spawn(run(rx.clone(), sender.clone()));
@@ -118,17 +109,13 @@ async fn hand_off(
     replies: Vec<Reply>,
 ) {
     let (mut events, mut rows, mut waiting) = (vec![], vec![], vec![]);
-    let mut for_dialogs = ForDialogs::default();
     for ((send, outcome), reply) in sends.into_iter().zip(outcomes).zip(replies) {
         match outcome {
             GroupOutcome::Sent(Sent {
                 message,
                 updates_events,
                 updates_rows,
-                dialogs,
             }) => {
-                for_dialogs.ids.extend(dialogs.ids);
-                for_dialogs.rows.extend(dialogs.rows);
                 let own = updates_events
                     .iter()
                     .find(|e| e.user_id == send.sender_id)
@@ -141,10 +128,6 @@ async fn hand_off(
             GroupOutcome::Alone => spawn_alone(sender.clone(), send, reply),
         }
     }
-    // Beside the answer: nobody waits for dialogs.
-    sender
-        .to_dialogs
-        .hand_off(for_dialogs.ids, for_dialogs.rows);
     if waiting.is_empty() {
         return;
     }
@@ -186,11 +169,7 @@ async fn send_alone(sender: &Sender, send: NewMessage) -> Result<SendMessageResp
             message,
             updates_events,
             updates_rows,
-            dialogs,
-        }) => {
-            sender.to_dialogs.hand_off(dialogs.ids, dialogs.rows);
-            (message, updates_events, updates_rows)
-        }
+        }) => (message, updates_events, updates_rows),
         SendOutcome::Replayed { message, event } => (message, vec![event], vec![]),
         SendOutcome::KeyReused => {
             return Err(status(

@@ -1,23 +1,19 @@
 //! svc-messages: private messages, owner-view message boxes and idempotency keys.
 //!
 //! A send is one local transaction: the idempotency key, a box id for each owner, the shared
-//! body, the boxes, and one outbox event per owner for svc-updates and for svc-dialogs; the
-//! sends that arrive together share that transaction (group commit). Commit is PERSISTED.
-//! Right after commit the events go to svc-updates directly (the fast path, so the response
-//! can carry the sender's pts), and to svc-dialogs beside the answer; the relays deliver
-//! whatever is left. Reads of a dialog go through here so they wait until svc-dialogs has
-//! applied the messages committed before them.
+//! body, the boxes, and one outbox event per owner for svc-updates; the sends that arrive
+//! together share that transaction (group commit). Commit is PERSISTED. Right after commit the
+//! events go to svc-updates directly (the fast path, so the response can carry the sender's
+//! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
 
 mod group_commit;
-mod handoff;
 mod service;
-mod settle;
 mod store;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
-use oxigram_outbox::{FastPath, Outbox};
+use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::messages_server::MessagesServer;
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +21,8 @@ pub use service::MessagesService;
 
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "messages";
-/// Outbox destinations.
+/// Outbox destination.
 pub use oxigram_kit::to_updates::TO_UPDATES;
-pub const TO_DIALOGS: &str = "dialogs";
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -42,40 +37,22 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);
-    let to_dialogs = Arc::new(handoff::ToDialogs::new(oxigram_kit::channel(
-        &config.services.dialogs.endpoint,
-        config.rpc_timeout(),
-    )?));
     let group = group_commit::GroupCommit::start(
         pool.clone(),
         outbox.clone(),
         to_updates.clone(),
-        // A read waits for what is held back here (settle.rs), so the linger cannot make it
-        // miss messages the reader already has.
-        FastPath::start(
-            outbox.clone(),
-            to_dialogs.clone(),
-            Duration::from_millis(config.messages.dialogs_linger_ms),
-        ),
         config.messages.send_workers,
     );
-    let service = MessagesService::new(pool.clone(), group, to_dialogs.client());
+    let service = MessagesService::new(pool.clone(), group);
     let updates_relay = outbox.relay(to_updates);
-    let dialogs_relay = outbox.relay(to_dialogs);
     let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();
-        let deps = vec![
-            ("updates", config.services.updates.endpoint.clone()),
-            ("dialogs", config.services.dialogs.endpoint.clone()),
-        ];
+        let deps = vec![("updates", config.services.updates.endpoint.clone())];
         async move {
             startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
                 .await?;
-            tokio::join!(
-                updates_relay.run(shutdown.clone()),
-                dialogs_relay.run(shutdown)
-            );
+            updates_relay.run(shutdown).await;
             anyhow::Ok(())
         }
     };

@@ -1,14 +1,11 @@
 //! The Messages gRPC service: validation at the boundary, sends through the group commit, and
 //! the owner-view reads.
 
-use std::time::Duration;
-
 use oxigram_errors::{Error, ErrorCode, status};
-use oxigram_kit::GrpcChannel;
 use oxigram_proto::internal::v1::{
     BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-    GetMessagesRequest, MessageList, ReadHistoryRequest, ReadHistoryResponse, SendMessageRequest,
-    SendMessageResponse, dialogs_client::DialogsClient, messages_server::Messages,
+    GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
+    messages_server::Messages,
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -16,7 +13,6 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     group_commit::GroupCommit,
-    settle,
     store::{self, HistoryWindow, NewMessage},
 };
 
@@ -32,23 +28,14 @@ pub const MAX_IDS: usize = 1000;
 pub const MAX_ADD_OFFSET: i32 = 100;
 /// Most blocked users one page returns.
 pub const MAX_BLOCKED_LIMIT: i32 = 100;
-/// Longest a read waits for svc-dialogs to apply the messages committed before it; well
-/// inside a call's deadline, and far beyond the few milliseconds a hand-off takes.
-pub const READ_SETTLE_CAP: Duration = Duration::from_secs(2);
-
 pub struct MessagesService {
     pool: PgPool,
     group: GroupCommit,
-    dialogs: DialogsClient<GrpcChannel>,
 }
 
 impl MessagesService {
-    pub fn new(pool: PgPool, group: GroupCommit, dialogs: DialogsClient<GrpcChannel>) -> Self {
-        Self {
-            pool,
-            group,
-            dialogs,
-        }
+    pub fn new(pool: PgPool, group: GroupCommit) -> Self {
+        Self { pool, group }
     }
 }
 
@@ -189,24 +176,6 @@ impl Messages for MessagesService {
             .await
             .map_err(Error::from)?;
         Ok(Response::new(GetBlockedResponse { user_ids }))
-    }
-
-    async fn read_history(
-        &self,
-        request: Request<ReadHistoryRequest>,
-    ) -> Result<Response<ReadHistoryResponse>, Status> {
-        // svc-dialogs validates the request: it owns the watermarks.
-        let r = request.into_inner();
-        let caught_up = settle::dialogs_caught_up(&self.pool, READ_SETTLE_CAP)
-            .await
-            .map_err(Error::from)?;
-        if !caught_up {
-            tracing::warn!(
-                owner_id = r.owner_id,
-                "svc-dialogs has not applied every earlier message; the read goes ahead without them"
-            );
-        }
-        self.dialogs.clone().read_history(r).await
     }
 }
 

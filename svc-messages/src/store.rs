@@ -7,7 +7,7 @@ use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, upd
 use prost::Message as _;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
-use crate::{TO_DIALOGS, TO_UPDATES, handoff::new_message_event_id};
+use crate::TO_UPDATES;
 
 /// A send that passed validation.
 pub struct NewMessage {
@@ -30,7 +30,6 @@ pub struct Sent {
     pub updates_events: Vec<UserEvent>,
     /// The outbox ids of the events for svc-updates.
     pub updates_rows: Vec<i64>,
-    pub dialogs: ForDialogs,
 }
 
 /// What a send transaction did.
@@ -102,6 +101,7 @@ pub fn new_message_event(
         }),
         origin_auth_key_id: auth_key_id,
         peer_box_id,
+        pts: 0,
     }
 }
 
@@ -246,13 +246,6 @@ pub async fn send(
     let ids = outbox.enqueue(&mut tx, &composed.rows).await?;
     tx.commit().await?;
     Ok(SendOutcome::Sent(composed.into_sent(ids)))
-}
-
-/// The outbox rows for svc-dialogs a send committed (ids and rows), for the fast path.
-#[derive(Default)]
-pub struct ForDialogs {
-    pub ids: Vec<i64>,
-    pub rows: Vec<NewRow>,
 }
 
 /// What one send of a group commit became.
@@ -488,28 +481,28 @@ pub(crate) fn owner_views(
         .collect()
 }
 
-/// What a new message hands on: one event per owner, written for svc-updates and for
-/// svc-dialogs (both by the fast path), in the trace of the request that sent it.
+/// The id of the new-message event of one owner's box: derived, so a replayed send finds the
+/// pts its first attempt got.
+pub fn new_message_event_id(body_id: i64, owner_id: i64) -> uuid::Uuid {
+    // High half: a tag ("msg" + 0) and the body; low half: the owner.
+    uuid::Uuid::from_u64_pair(0x6d73_6700_0000_0000 ^ body_id as u64, owner_id as u64)
+}
+
+/// What a new message hands on: one event per owner for svc-updates (by the fast path), in
+/// the trace of the request that sent it. svc-dialogs learns of it from the update log.
 pub(crate) struct Composed {
     pub sender_message: Message,
     pub updates_events: Vec<UserEvent>,
-    /// svc-updates' rows first, then svc-dialogs'.
     pub rows: Vec<NewRow>,
-    pub to_updates: usize,
 }
 
 impl Composed {
     /// The committed send, given its rows' outbox ids (in row order).
-    fn into_sent(mut self, mut ids: Vec<i64>) -> Sent {
-        let dialogs = ForDialogs {
-            ids: ids.split_off(self.to_updates),
-            rows: self.rows.split_off(self.to_updates),
-        };
+    fn into_sent(self, ids: Vec<i64>) -> Sent {
         Sent {
             message: self.sender_message,
             updates_events: self.updates_events,
             updates_rows: ids,
-            dialogs,
         }
     }
 }
@@ -522,8 +515,7 @@ pub(crate) fn compose(
 ) -> Composed {
     let mut sender_message = Message::default();
     let mut updates_events = Vec::with_capacity(views.len());
-    let mut rows = Vec::with_capacity(views.len() * 2);
-    let mut dialogs_rows = Vec::with_capacity(views.len());
+    let mut rows = Vec::with_capacity(views.len());
     for view in views {
         let owner = if view.out {
             m.sender_id
@@ -536,26 +528,21 @@ pub(crate) fn compose(
             .map_or(0, |(_, id)| *id);
         let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
         let (event_id, payload) = (new_message_event_id(body_id, owner), event.encode_to_vec());
-        let row = |destination, payload| NewRow {
-            destination,
+        rows.push(NewRow {
+            destination: TO_UPDATES,
             event_id,
             payload,
             traceparent: m.traceparent.clone(),
-        };
-        dialogs_rows.push(row(TO_DIALOGS, payload.clone()));
-        rows.push(row(TO_UPDATES, payload));
+        });
         updates_events.push(event);
         if view.out {
             sender_message = view;
         }
     }
-    let to_updates = rows.len();
-    rows.extend(dialogs_rows);
     Composed {
         sender_message,
         updates_events,
         rows,
-        to_updates,
     }
 }
 

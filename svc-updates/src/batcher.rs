@@ -4,13 +4,16 @@
 //! workers by id, so two transactions never wait on each other's user rows; an append that
 //! spans workers waits for each of its parts.
 
-use oxigram_outbox::{FastPath, Outbox, next_batch};
+use oxigram_outbox::{Outbox, next_batch};
 use oxigram_proto::internal::v1::Appended;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
-use crate::log::{self, ValidEvent};
+use crate::{
+    handoff::HandOffs,
+    log::{self, ValidEvent},
+};
 
 /// Most events one shared transaction takes.
 pub const MAX_BATCH_EVENTS: usize = 1000;
@@ -33,7 +36,7 @@ impl Batcher {
     pub fn start(
         pool: PgPool,
         outbox: Outbox,
-        to_dispatch: FastPath,
+        hand_offs: HandOffs,
         retain: u32,
         workers: usize,
     ) -> Self {
@@ -43,7 +46,7 @@ impl Batcher {
                 let log = Log {
                     pool: pool.clone(),
                     outbox: outbox.clone(),
-                    to_dispatch: to_dispatch.clone(),
+                    hand_offs: hand_offs.clone(),
                     retain,
                     last: log::LastPts::default(),
                 };
@@ -92,11 +95,11 @@ impl Batcher {
     }
 }
 
-/// What a worker writes with and hands its push jobs to.
+/// What a worker writes with and hands its push jobs and logged events to.
 struct Log {
     pool: PgPool,
     outbox: Outbox,
-    to_dispatch: FastPath,
+    hand_offs: HandOffs,
     retain: u32,
     /// The pts of the users this worker appended for: the users are this worker's alone.
     last: log::LastPts,
@@ -130,8 +133,8 @@ async fn run(mut rx: mpsc::Receiver<Job>, mut log: Log) {
                 job_ids,
                 jobs,
             }) => {
-                // Committed: the push jobs go to svc-dispatch now; the relay covers a failure.
-                log.to_dispatch.hand_off(job_ids, jobs);
+                // Committed: hand on now; the relays cover a failure.
+                log.hand_offs.hand_off((job_ids, jobs));
                 let mut appended = appended.into_iter();
                 for (reply, n) in replies.into_iter().zip(counts) {
                     let _ = reply.send(Ok(appended.by_ref().take(n).collect()));

@@ -2,26 +2,28 @@
 //!
 //! `Append` is the idempotent receiver of user events: it assigns pts per user inside one
 //! transaction (the user's state row is locked, so pts is gap-free and never goes back), logs
-//! the events, and writes push jobs for svc-dispatch into its own outbox in the same
-//! transaction. `GetDifference` serves the log back in pts order, in bounded slices.
+//! the events, and writes push jobs for svc-dispatch and the logged events for svc-dialogs into
+//! its own outbox in the same transaction. `AppendIf` appends one event only while the user's
+//! log is still at a given pts. `GetDifference` serves the log back in pts order, in bounded
+//! slices.
 
 mod batcher;
+mod handoff;
 mod log;
 mod service;
 
 use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
-use oxigram_outbox::{FastPath, Outbox};
+use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::updates_server::UpdatesServer;
 use tokio_util::sync::CancellationToken;
 
+pub use handoff::{TO_DIALOGS, TO_DISPATCH};
 pub use service::UpdatesService;
 
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "updates";
-/// Outbox destination of push jobs.
-pub const TO_DISPATCH: &str = "dispatch";
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -33,28 +35,36 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
-    let to_dispatch = Arc::new(service::ToDispatch::new(dispatch));
+    let to_dispatch = Arc::new(handoff::ToDispatch::new(dispatch));
+    let dialogs = oxigram_kit::channel(&config.services.dialogs.endpoint, config.rpc_timeout())?;
+    let to_dialogs = Arc::new(handoff::ToDialogs::new(dialogs));
+    let millis = std::time::Duration::from_millis;
+    let hand_offs = handoff::HandOffs::start(
+        &outbox,
+        (
+            to_dispatch.clone(),
+            millis(config.updates.dispatch_linger_ms),
+        ),
+        (to_dialogs.clone(), millis(config.updates.dialogs_linger_ms)),
+    );
     let service = UpdatesService::new(
         pool.clone(),
         outbox.clone(),
-        FastPath::start(
-            outbox.clone(),
-            to_dispatch.clone(),
-            std::time::Duration::from_millis(config.updates.dispatch_linger_ms),
-        ),
+        hand_offs,
         config.updates.retain_per_user,
         config.updates.append_workers,
     );
-    let relay = outbox.relay(to_dispatch);
+    let relays = (outbox.relay(to_dispatch), outbox.relay(to_dialogs));
     let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();
         let dispatch_endpoint = config.services.dispatch.endpoint.clone();
         async move {
+            // Not svc-dialogs, which waits for this service: its relay retries until it serves.
             let deps = vec![("dispatch", dispatch_endpoint)];
             startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
                 .await?;
-            relay.run(shutdown).await;
+            tokio::join!(relays.0.run(shutdown.clone()), relays.1.run(shutdown));
             anyhow::Ok(())
         }
     };

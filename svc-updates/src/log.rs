@@ -9,13 +9,15 @@ use std::{
 use oxigram_outbox::{NewRow, Outbox, Staged, StagedRow};
 use oxigram_proto::{
     internal::v1::Appended,
-    types::v1::{PtsUpdate, PushJob, Update, UpdatesState, UserEvent},
+    types::v1::{
+        PtsUpdate, PushJob, Update, UpdateReadHistoryInbox, UpdatesState, UserEvent, update,
+    },
 };
 use prost::Message as _;
 use sqlx::{PgPool, Postgres, Row, postgres::PgArguments, query::QueryAs};
 use uuid::Uuid;
 
-use crate::TO_DISPATCH;
+use crate::{TO_DIALOGS, TO_DISPATCH};
 
 /// An event checked at the boundary.
 pub struct ValidEvent {
@@ -25,8 +27,8 @@ pub struct ValidEvent {
     pub traceparent: Option<String>,
 }
 
-/// What one append wrote: one `Appended` per input event, in input order, and the push jobs
-/// it stored for svc-dispatch (their outbox ids and rows, for the fast path).
+/// What one append wrote: one `Appended` per input event, in input order, and what it stored
+/// for svc-dispatch and svc-dialogs (outbox ids and rows, for the fast path).
 #[derive(Default)]
 pub struct Written {
     pub appended: Vec<Appended>,
@@ -185,6 +187,18 @@ async fn append_remembered(
     })
 }
 
+/// The log rows of a batch whose users' rows are locked and moved, and the rows handed on, in
+/// one statement.
+static WRITE_LOCKED: LazyLock<String> = LazyLock::new(|| {
+    Staged::statement(
+        "log AS (
+            INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
+            SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])
+         )",
+        7,
+    )
+});
+
 /// The batch under its users' row locks, in a transaction of two statements (and a trim when a
 /// user's log outgrew its retention). Returns the moved users' pts and retention floors.
 async fn append_locked(
@@ -265,23 +279,164 @@ async fn append_locked(
                 *trimmed = keep_from;
             }
         }
-        // The log rows and the push jobs, in one statement.
-        static WRITE: LazyLock<String> = LazyLock::new(|| {
-            Staged::statement(
-                "log AS (
-                    INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
-                    SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])
-                 )",
-                7,
-            )
-        });
+        // The log rows and what is handed on, in one statement.
         let staged = outbox.stage(&planned.jobs);
-        let query = planned.log.bind(sqlx::query_as(WRITE.as_str()));
+        let query = planned.log.bind(sqlx::query_as(WRITE_LOCKED.as_str()));
         let returned = staged.bind(query).fetch_all(&mut *tx).await?;
         planned.job_ids = staged.ids(returned)?;
     }
     tx.commit().await?;
     Ok((planned, state.into_iter().collect()))
+}
+
+/// A read of a dialog as svc-dialogs counted it, against the reader's log up to `basis_pts`.
+pub struct ReadRequest {
+    pub event_id: Uuid,
+    pub user_id: i64,
+    pub peer_user_id: i64,
+    pub basis_pts: i32,
+    pub read_max_id: i64,
+    pub max_id: i64,
+    pub still_unread_count: i32,
+    /// 0: read everything.
+    pub requested_max_id: i64,
+    pub date: i64,
+    pub origin_auth_key_id: i64,
+    pub traceparent: Option<String>,
+}
+
+/// What logging a read did.
+pub enum ReadOutcome {
+    /// The read is in the log at `pts` (logged now, or by an earlier call); `written` holds the
+    /// rows to hand on (none for an earlier call's).
+    Appended {
+        pts: i32,
+        written: (Vec<i64>, Vec<NewRow>),
+    },
+    /// The watermark is there already; the user's pts is `pts`.
+    Unchanged { pts: i32 },
+    /// The log moved too far past the basis to bring the read up to date here (or was trimmed
+    /// past it): svc-dialogs is far behind, and the caller retries later.
+    BasisTooOld,
+}
+
+/// Most logged updates a read is brought up to date over.
+pub const MAX_READ_CATCH_UP: i32 = 10_000;
+
+/// Logs a read, brought up to its place in the reader's log (a transaction of a few statements
+/// under her row lock). The updates logged after the basis that svc-dialogs had not counted
+/// are counted here: the peer's messages above the read's max_id stay unread, a read of
+/// everything also covers the peer's messages logged since, and reads logged since keep the
+/// watermark from going back. So the read's `max_id` and `still_unread_count` agree with the
+/// messages before it in her log. The append workers learn of the moved pts when their next
+/// one-statement append for her fails and they take the locking path.
+pub async fn append_read(
+    pool: &PgPool,
+    outbox: &Outbox,
+    r: &ReadRequest,
+) -> Result<ReadOutcome, sqlx::Error> {
+    let user_id = r.user_id;
+    let mut tx = pool.begin().await?;
+    // Index update_log_event.
+    let known: Option<i32> =
+        sqlx::query_scalar("SELECT pts FROM update_log WHERE user_id = $1 AND event_id = $2")
+            .bind(user_id)
+            .bind(r.event_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some(pts) = known {
+        return Ok(ReadOutcome::Appended {
+            pts,
+            written: (vec![], vec![]),
+        });
+    }
+    // Primary key of user_state: held until commit, so nothing is logged for her meanwhile.
+    let state: Option<(i32, i32)> =
+        sqlx::query_as("SELECT pts, trimmed_pts FROM user_state WHERE user_id = $1 FOR UPDATE")
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    // Without a log there is nothing to read.
+    let Some((pts, trimmed)) = state else {
+        return Ok(ReadOutcome::Unchanged { pts: 0 });
+    };
+    let basis = r.basis_pts.min(pts);
+    if basis < trimmed || pts - basis > MAX_READ_CATCH_UP {
+        return Ok(ReadOutcome::BasisTooOld);
+    }
+    // Primary key of update_log: her updates since the basis.
+    let bodies: Vec<Vec<u8>> = sqlx::query_scalar(
+        "SELECT body FROM update_log WHERE user_id = $1 AND pts > $2 ORDER BY pts",
+    )
+    .bind(user_id)
+    .bind(basis)
+    .fetch_all(&mut *tx)
+    .await?;
+    let (mut watermark, mut arrived) = (r.read_max_id, Vec::new());
+    for body in bodies {
+        let update =
+            Update::decode(body.as_slice()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+        match update.kind {
+            Some(update::Kind::NewMessage(new)) => {
+                if let Some(m) = new.message
+                    && !m.out
+                    && m.peer_user_id == r.peer_user_id
+                {
+                    arrived.push(m.id);
+                }
+            }
+            Some(update::Kind::ReadHistoryInbox(read)) if read.peer_user_id == r.peer_user_id => {
+                watermark = watermark.max(read.max_id);
+            }
+            _ => {}
+        }
+    }
+    // Only a read that went up to the dialog's top message can reach past it.
+    let max_id = arrived
+        .iter()
+        .copied()
+        .filter(|id| r.requested_max_id == 0 || *id <= r.requested_max_id)
+        .fold(r.max_id, i64::max);
+    if max_id <= watermark {
+        return Ok(ReadOutcome::Unchanged { pts });
+    }
+    let still_unread =
+        r.still_unread_count + arrived.iter().filter(|id| **id > max_id).count() as i32;
+    let event = ValidEvent {
+        event_id: r.event_id,
+        event: UserEvent {
+            event_id: r.event_id.to_string(),
+            user_id,
+            pts_count: 1,
+            date: r.date,
+            update: Some(Update {
+                kind: Some(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+                    peer_user_id: r.peer_user_id,
+                    max_id,
+                    still_unread_count: still_unread,
+                })),
+            }),
+            origin_auth_key_id: r.origin_auth_key_id,
+            ..Default::default()
+        },
+        traceparent: r.traceparent.clone(),
+    };
+    // Primary key of user_state (locked above).
+    sqlx::query("UPDATE user_state SET pts = pts + 1, updated_at = now() WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    let starts = HashMap::from([(user_id, pts)]);
+    let mut planned = Planned::new(&[&event], HashMap::new(), starts)?;
+    let staged = outbox.stage(&planned.jobs);
+    let query = planned.log.bind(sqlx::query_as(WRITE_LOCKED.as_str()));
+    let returned = staged.bind(query).fetch_all(&mut *tx).await?;
+    planned.job_ids = staged.ids(returned)?;
+    tx.commit().await?;
+    Ok(ReadOutcome::Appended {
+        pts: pts + 1,
+        written: (planned.job_ids, planned.jobs),
+    })
 }
 
 /// A batch's pts: the events logged before keep theirs; the new ones get the next of their
@@ -339,6 +494,16 @@ impl Planned {
                 destination: TO_DISPATCH,
                 event_id: e.event_id,
                 payload: job.encode_to_vec(),
+                traceparent: e.traceparent.clone(),
+            });
+            let logged = UserEvent {
+                pts,
+                ..e.event.clone()
+            };
+            planned.jobs.push(NewRow {
+                destination: TO_DIALOGS,
+                event_id: e.event_id,
+                payload: logged.encode_to_vec(),
                 traceparent: e.traceparent.clone(),
             });
         }

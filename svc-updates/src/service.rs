@@ -1,22 +1,21 @@
 //! The Updates gRPC service and the outbox destination that hands push jobs to svc-dispatch.
 
 use oxigram_errors::{Error, ErrorCode, status};
-use oxigram_kit::GrpcChannel;
-use oxigram_outbox::{Destination, FastPath, Outbox, OutboxMessage, Refused};
+use oxigram_outbox::Outbox;
 use oxigram_proto::{
     internal::v1::{
-        AppendRequest, AppendResponse, EnqueueRequest, GetDifferenceRequest, GetDifferenceResponse,
-        GetStateRequest, dispatch_client::DispatchClient, updates_server::Updates,
+        AppendReadRequest, AppendReadResponse, AppendRequest, AppendResponse, GetDifferenceRequest,
+        GetDifferenceResponse, GetStateRequest, updates_server::Updates,
     },
-    types::v1::{PushJob, UpdatesState},
+    types::v1::{UpdatesState, UserEvent},
 };
-use prost::Message as _;
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
 use crate::{
     batcher::Batcher,
+    handoff::HandOffs,
     log::{self, ValidEvent},
 };
 
@@ -31,6 +30,8 @@ pub const DEFAULT_DIFFERENCE_LIMIT: i32 = 100;
 
 pub struct UpdatesService {
     pool: PgPool,
+    outbox: Outbox,
+    hand_offs: HandOffs,
     batcher: Batcher,
 }
 
@@ -39,21 +40,51 @@ impl UpdatesService {
     pub fn new(
         pool: PgPool,
         outbox: Outbox,
-        to_dispatch: FastPath,
+        hand_offs: HandOffs,
         retain_per_user: u32,
         workers: usize,
     ) -> Self {
         Self {
             batcher: Batcher::start(
                 pool.clone(),
-                outbox,
-                to_dispatch,
+                outbox.clone(),
+                hand_offs.clone(),
                 retain_per_user.max(1),
                 workers,
             ),
             pool,
+            outbox,
+            hand_offs,
         }
     }
+}
+
+/// Checks one event at the boundary.
+fn valid_event(event: UserEvent, traceparent: Option<String>) -> Result<ValidEvent, Status> {
+    let event_id = Uuid::parse_str(&event.event_id)
+        .map_err(|_| status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))?;
+    if event.user_id <= 0 {
+        return Err(status(ErrorCode::UserIdInvalid, "user_id must be positive"));
+    }
+    if !(1..=1000).contains(&event.pts_count) {
+        return Err(status(
+            ErrorCode::PtsInvalid,
+            "pts_count must be within 1..=1000",
+        ));
+    }
+    if event
+        .update
+        .as_ref()
+        .and_then(|u| u.kind.as_ref())
+        .is_none()
+    {
+        return Err(status(ErrorCode::PtsInvalid, "event carries no update"));
+    }
+    Ok(ValidEvent {
+        event_id,
+        event,
+        traceparent,
+    })
 }
 
 #[tonic::async_trait]
@@ -70,35 +101,68 @@ impl Updates for UpdatesService {
             ));
         }
         let traceparent = oxigram_telemetry::propagation::current_traceparent();
-        let mut valid = Vec::with_capacity(events.len());
-        for event in events {
-            let event_id = Uuid::parse_str(&event.event_id)
-                .map_err(|_| status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))?;
-            if event.user_id <= 0 {
-                return Err(status(ErrorCode::UserIdInvalid, "user_id must be positive"));
-            }
-            if !(1..=1000).contains(&event.pts_count) {
-                return Err(status(
-                    ErrorCode::PtsInvalid,
-                    "pts_count must be within 1..=1000",
-                ));
-            }
-            if event
-                .update
-                .as_ref()
-                .and_then(|u| u.kind.as_ref())
-                .is_none()
-            {
-                return Err(status(ErrorCode::PtsInvalid, "event carries no update"));
-            }
-            valid.push(ValidEvent {
-                event_id,
-                event,
-                traceparent: traceparent.clone(),
-            });
-        }
+        let valid = events
+            .into_iter()
+            .map(|e| valid_event(e, traceparent.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
         let appended = self.batcher.append(valid).await.map_err(Error::internal)?;
         Ok(Response::new(AppendResponse { appended }))
+    }
+
+    async fn append_read(
+        &self,
+        request: Request<AppendReadRequest>,
+    ) -> Result<Response<AppendReadResponse>, Status> {
+        let r = request.into_inner();
+        let event_id = Uuid::parse_str(&r.event_id)
+            .map_err(|_| status(ErrorCode::RandomIdInvalid, "event_id is not a UUID"))?;
+        if r.user_id <= 0 || r.peer_user_id <= 0 {
+            return Err(status(
+                ErrorCode::UserIdInvalid,
+                "user ids must be positive",
+            ));
+        }
+        if r.basis_pts < 0 || r.still_unread_count < 0 || r.max_id < 0 || r.requested_max_id < 0 {
+            return Err(status(
+                ErrorCode::PtsInvalid,
+                "pts, ids and counts must not be negative",
+            ));
+        }
+        let read = log::ReadRequest {
+            event_id,
+            user_id: r.user_id,
+            peer_user_id: r.peer_user_id,
+            basis_pts: r.basis_pts,
+            read_max_id: r.read_max_id,
+            max_id: r.max_id,
+            still_unread_count: r.still_unread_count,
+            requested_max_id: r.requested_max_id,
+            date: r.date,
+            origin_auth_key_id: r.origin_auth_key_id,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        };
+        let outcome = log::append_read(&self.pool, &self.outbox, &read)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(match outcome {
+            log::ReadOutcome::Appended { pts, written } => {
+                self.hand_offs.hand_off(written);
+                AppendReadResponse {
+                    appended: true,
+                    pts,
+                }
+            }
+            log::ReadOutcome::Unchanged { pts } => AppendReadResponse {
+                appended: false,
+                pts,
+            },
+            log::ReadOutcome::BasisTooOld => {
+                return Err(status(
+                    ErrorCode::Unavailable,
+                    "dialogs are far behind the update log; retry",
+                ));
+            }
+        }))
     }
 
     async fn get_state(
@@ -154,37 +218,5 @@ impl Updates for UpdatesService {
             is_slice,
             too_long: false,
         }))
-    }
-}
-
-/// Hands push jobs to svc-dispatch (which deduplicates them by event id).
-pub struct ToDispatch {
-    client: DispatchClient<GrpcChannel>,
-}
-
-impl ToDispatch {
-    pub fn new(channel: GrpcChannel) -> Self {
-        Self {
-            client: DispatchClient::new(channel),
-        }
-    }
-}
-
-impl Destination for ToDispatch {
-    const NAME: &'static str = crate::TO_DISPATCH;
-
-    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
-        let jobs = batch
-            .iter()
-            .map(|m| {
-                PushJob::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.client
-            .clone()
-            .enqueue(EnqueueRequest { jobs })
-            .await
-            .map_err(oxigram_kit::refused)?;
-        Ok(())
     }
 }

@@ -306,7 +306,7 @@ async fn offline_device_converges() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_right_after_sends_covers_them() -> anyhow::Result<()> {
     let (mut config, ground) = System::config().await?;
-    config.messages.dialogs_linger_ms = 1000;
+    config.updates.dialogs_linger_ms = 1000;
     let system = System::start_with(config, ground, Mode::OneProcess).await?;
     let (alice, bob) = pair(&system, "15554001", "15554002").await?;
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
@@ -374,5 +374,90 @@ async fn a_read_right_after_sends_covers_them() -> anyhow::Result<()> {
         }
     );
     assert_eq!(views.get(&alice_id), Some(&server));
+    Ok(())
+}
+
+/// Reads racing sends: Alice keeps sending while Bob keeps reading everything (max_id 0). Every
+/// read update in Bob's log agrees with the messages before it there (its `still_unread_count`
+/// counts exactly Alice's messages above its `max_id` logged before it), so a device that
+/// applies the log ends with the unread count `GetDialogs` gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_racing_sends_agree_with_the_log() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let (alice, bob) = pair(&system, "15554101", "15554102").await?;
+    let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
+    alice.send(bob_id, 1, "first").await?;
+    let sent = std::sync::atomic::AtomicBool::new(false);
+    let sending = async {
+        // Four streams of sends, so messages keep arriving while each read is under way.
+        let streams = (0..4i64).map(|s| {
+            let alice = &alice;
+            async move {
+                for i in 0..50 {
+                    alice.send(bob_id, 10 + s * 100 + i, "racing").await?;
+                }
+                anyhow::Ok(())
+            }
+        });
+        let outcome = futures::future::try_join_all(streams).await;
+        sent.store(true, std::sync::atomic::Ordering::Relaxed);
+        outcome
+    };
+    let reading = async {
+        while !sent.load(std::sync::atomic::Ordering::Relaxed) {
+            bob.messages()
+                .read_history(ReadHistoryRequest {
+                    peer_user_id: alice_id,
+                    max_id: 0,
+                })
+                .await?;
+        }
+        anyhow::Ok(())
+    };
+    tokio::try_join!(sending, reading)?;
+
+    // Bob's device applies his whole log in order, as a client does.
+    let (slices, _) = bob.full_difference(0).await?;
+    let (mut incoming, mut read_max, mut unread, mut reads) = (Vec::new(), 0i64, 0i64, 0);
+    for u in slices.iter().flat_map(|d| &d.updates) {
+        match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
+            Some(update::Kind::NewMessage(n)) => {
+                let m = n.message.as_ref().context("no message")?;
+                if !m.out && m.peer_user_id == alice_id {
+                    incoming.push(m.id);
+                    if m.id > read_max {
+                        unread += 1;
+                    }
+                }
+            }
+            Some(update::Kind::ReadHistoryInbox(r)) if r.peer_user_id == alice_id => {
+                reads += 1;
+                let before = incoming.iter().filter(|id| **id > r.max_id).count() as i64;
+                assert_eq!(
+                    i64::from(r.still_unread_count),
+                    before,
+                    "the read at pts {} (max_id {}) counts the messages before it in the log",
+                    u.pts,
+                    r.max_id
+                );
+                read_max = read_max.max(r.max_id);
+                unread = i64::from(r.still_unread_count);
+            }
+            _ => {}
+        }
+    }
+    assert!(reads >= 5, "reads logged: {reads}");
+    let dialog = bob
+        .dialogs_page()
+        .await?
+        .dialogs
+        .into_iter()
+        .find(|d| d.peer_user_id == alice_id)
+        .context("no dialog with Alice")?;
+    assert_eq!(
+        (i64::from(dialog.unread_count), dialog.read_inbox_max_id),
+        (unread, read_max),
+        "the device's view equals GetDialogs"
+    );
     Ok(())
 }

@@ -121,6 +121,7 @@ async fn a_row_from_before_framing_is_delivered() -> anyhow::Result<()> {
         }),
         origin_auth_key_id: 0,
         peer_box_id: 1,
+        pts: 0,
     };
     let mut db = system.db().await?;
     sqlx::query(
@@ -165,20 +166,20 @@ async fn inbox_prunes_only_past_retention() -> anyhow::Result<()> {
     let bob_id = bob.sign_up("15550152", "Bob").await?.id;
     alice.send(bob_id, 1, "remembered").await?;
     let url = system.config.database_url.clone().unwrap_or_default();
-    let dialogs = oxigram_storage::connect_lazy(&url, "dialogs", 2)?;
-    let remembered = eventually(Duration::from_secs(15), "dialogs to receive", || async {
+    let dispatch = oxigram_storage::connect_lazy(&url, "dispatch", 2)?;
+    let remembered = eventually(Duration::from_secs(15), "dispatch to receive", || async {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM inbox")
-            .fetch_one(&dialogs)
+            .fetch_one(&dispatch)
             .await?;
         Ok((n >= 2).then_some(n))
     })
     .await?;
-    let kept = oxigram_outbox::prune_inbox(&dialogs, Duration::from_secs(3600)).await?;
+    let kept = oxigram_outbox::prune_inbox(&dispatch, Duration::from_secs(3600)).await?;
     assert_eq!(kept, 0, "recent event ids stay");
-    let pruned = oxigram_outbox::prune_inbox(&dialogs, Duration::ZERO).await?;
+    let pruned = oxigram_outbox::prune_inbox(&dispatch, Duration::ZERO).await?;
     assert_eq!(pruned as i64, remembered);
     let left: i64 = sqlx::query_scalar("SELECT count(*) FROM inbox")
-        .fetch_one(&dialogs)
+        .fetch_one(&dispatch)
         .await?;
     assert_eq!(left, 0);
     Ok(())

@@ -118,14 +118,14 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
         root.span_context.span_id(),
         "the chain starts at the client's call"
     );
-    // Dialogs is fed from the same send, through the messages outbox.
-    let messages_span = find(&spans, chain[1].0, None).context("messages span")?;
+    // Dialogs is fed from the same send, through the update log's outbox.
+    let append_span = find(&spans, chain[3].0, None).context("append span")?;
     let to_dialogs = find(&spans, "outbox.deliver", Some("dialogs")).context("dialogs hand-off")?;
     let apply =
         find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None).context("dialogs span")?;
     assert_eq!(
         to_dialogs.parent_span_id,
-        messages_span.span_context.span_id()
+        append_span.span_context.span_id()
     );
     assert_eq!(apply.parent_span_id, to_dialogs.span_context.span_id());
     assert_eq!(apply.span_context.trace_id(), trace_id);

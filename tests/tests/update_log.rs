@@ -1,7 +1,9 @@
 //! svc-updates' Append as its producers use it: pts are assigned per user in input order, an
 //! event repeated in a batch or appended again keeps its first pts, and the log and the
-//! state agree afterwards.
+//! state agree afterwards. And the log's consumers: getDifference, reads brought up to their
+//! place in the log, and svc-dialogs applying each user's log in pts order.
 
+use anyhow::Context;
 use oxigram_proto::{
     internal::v1::{
         AppendRequest, GetDifferenceRequest, GetStateRequest, updates_client::UpdatesClient,
@@ -241,5 +243,181 @@ async fn a_difference_never_answers_a_state_behind_its_updates() -> anyhow::Resu
     stop.cancel();
     appending.await??;
     assert!(checked > 300, "answers with updates: {checked}");
+    Ok(())
+}
+
+/// AppendRead brings a read counted against an older position of the reader's log up to its
+/// place: messages of the peer logged since count as unread above its max_id, a read of
+/// everything reaches them, and a read logged since keeps the watermark from going back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_is_brought_up_to_its_place_in_the_log() -> anyhow::Result<()> {
+    use oxigram_proto::internal::v1::AppendReadRequest;
+    use oxigram_proto::types::v1::{Message, UpdateNewMessage};
+
+    let system = System::start(Mode::OneProcess).await?;
+    let mut updates = updates_client(&system).await?;
+    let (reader, peer) = (9301, 9302);
+    let incoming = |n: u128, id: i64| UserEvent {
+        event_id: uuid::Uuid::from_u128(n).to_string(),
+        user_id: reader,
+        pts_count: 1,
+        date: 1_700_000_000,
+        update: Some(Update {
+            kind: Some(update::Kind::NewMessage(UpdateNewMessage {
+                message: Some(Message {
+                    id,
+                    peer_user_id: peer,
+                    from_user_id: peer,
+                    ..Default::default()
+                }),
+            })),
+        }),
+        ..Default::default()
+    };
+    // Messages 1..=3 at pts 1..=3; svc-dialogs counted at pts 1 (it knew message 1 only).
+    append(
+        &mut updates,
+        vec![incoming(1, 1), incoming(2, 2), incoming(3, 3)],
+    )
+    .await?;
+    let read = |requested_max_id: i64, read_max_id: i64, event: u128| AppendReadRequest {
+        event_id: uuid::Uuid::from_u128(event).to_string(),
+        user_id: reader,
+        peer_user_id: peer,
+        basis_pts: 1,
+        read_max_id,
+        max_id: 1,
+        still_unread_count: 0,
+        requested_max_id,
+        date: 1_700_000_001,
+        origin_auth_key_id: 0,
+    };
+    let logged_read = |updates: &mut UpdatesClient<Channel>, pts: i32| {
+        let mut updates = updates.clone();
+        async move {
+            let d = updates
+                .get_difference(GetDifferenceRequest {
+                    user_id: reader,
+                    pts: pts - 1,
+                    limit: 1,
+                })
+                .await?
+                .into_inner();
+            match d
+                .updates
+                .first()
+                .and_then(|u| u.update.clone())
+                .and_then(|u| u.kind)
+            {
+                Some(update::Kind::ReadHistoryInbox(r)) => {
+                    anyhow::Ok((r.max_id, r.still_unread_count))
+                }
+                other => anyhow::bail!("expected a read at pts {pts}, got {other:?}"),
+            }
+        }
+    };
+
+    // Up to message 1: messages 2 and 3, logged after the basis, stay unread.
+    let up_to_one = updates.append_read(read(1, 0, 100)).await?.into_inner();
+    assert!(up_to_one.appended);
+    assert_eq!(up_to_one.pts, 4);
+    assert_eq!(logged_read(&mut updates, 4).await?, (1, 2));
+    // The same read again (its answer was lost): the same pts, nothing logged twice.
+    let again = updates.append_read(read(1, 0, 100)).await?.into_inner();
+    assert_eq!((again.appended, again.pts), (true, 4));
+    // Everything, counted at the same old basis: it reaches message 3, and nothing stays unread.
+    let everything = updates.append_read(read(0, 0, 101)).await?.into_inner();
+    assert_eq!((everything.appended, everything.pts), (true, 5));
+    assert_eq!(logged_read(&mut updates, 5).await?, (3, 0));
+    // Up to message 2, still counted at the old basis: the reads since went further, so the
+    // watermark stays and nothing is logged.
+    let behind = updates.append_read(read(2, 0, 102)).await?.into_inner();
+    assert_eq!((behind.appended, behind.pts), (false, 5));
+    Ok(())
+}
+
+/// svc-dialogs applies each user's log in pts order, each update once: events ahead of a gap
+/// are refused until the missing ones arrive, and replays change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
+    use oxigram_proto::internal::v1::{
+        ApplyEventsRequest, GetDialogsRequest, dialogs_client::DialogsClient,
+    };
+    use oxigram_proto::types::v1::{Message, UpdateNewMessage};
+
+    let system = System::start(Mode::OneProcess).await?;
+    let channel =
+        tonic::transport::Endpoint::from_shared(system.config.services.dialogs.endpoint.clone())?
+            .connect()
+            .await?;
+    let mut dialogs = DialogsClient::new(channel);
+    let (owner, peer) = (9401, 9402);
+    let logged = |pts: i32, id: i64| UserEvent {
+        event_id: uuid::Uuid::from_u128(9400 + pts as u128).to_string(),
+        user_id: owner,
+        pts_count: 1,
+        pts,
+        date: 1_700_000_000 + i64::from(pts),
+        update: Some(Update {
+            kind: Some(update::Kind::NewMessage(UpdateNewMessage {
+                message: Some(Message {
+                    id,
+                    peer_user_id: peer,
+                    from_user_id: peer,
+                    date: 1_700_000_000 + i64::from(pts),
+                    ..Default::default()
+                }),
+            })),
+        }),
+        ..Default::default()
+    };
+    let unread = |dialogs: &mut DialogsClient<Channel>| {
+        let mut dialogs = dialogs.clone();
+        async move {
+            let page = dialogs
+                .get_dialogs(GetDialogsRequest {
+                    owner_id: owner,
+                    limit: 10,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
+            anyhow::Ok(
+                page.dialogs
+                    .first()
+                    .map(|d| (d.top_message_id, d.unread_count)),
+            )
+        }
+    };
+
+    // pts 2 before pts 1: held back, nothing applied.
+    let ahead = dialogs
+        .apply_events(ApplyEventsRequest {
+            events: vec![logged(2, 2)],
+        })
+        .await;
+    let refused = ahead.err().context("an event ahead of a gap is refused")?;
+    assert_eq!(refused.code(), tonic::Code::Unavailable);
+    assert_eq!(unread(&mut dialogs).await?, None);
+    // Both, out of order and with a repeat: applied in pts order, once each.
+    let applied = dialogs
+        .apply_events(ApplyEventsRequest {
+            events: vec![logged(2, 2), logged(1, 1), logged(2, 2)],
+        })
+        .await?
+        .into_inner()
+        .applied;
+    assert_eq!(applied, 2);
+    assert_eq!(unread(&mut dialogs).await?, Some((2, 2)));
+    // A replay of both, and the next one: only the next one counts.
+    let applied = dialogs
+        .apply_events(ApplyEventsRequest {
+            events: vec![logged(1, 1), logged(2, 2), logged(3, 3)],
+        })
+        .await?
+        .into_inner()
+        .applied;
+    assert_eq!(applied, 1);
+    assert_eq!(unread(&mut dialogs).await?, Some((3, 3)));
     Ok(())
 }

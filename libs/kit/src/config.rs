@@ -146,6 +146,11 @@ pub struct UpdatesConfig {
     /// dispatch transactions leave the CPU to sends, and pushes end up no slower (`oxictl
     /// bench` at 974 sends/s: push p50 23 ms with and without it).
     pub dispatch_linger_ms: u64,
+    /// How long the hand-off of logged events to svc-dialogs waits to gather more, in ms
+    /// (0: at once). svc-dialogs then runs fewer, larger transactions, and that CPU goes to
+    /// sends. A read that finds svc-dialogs behind the log waits for it, so this delays a read
+    /// racing a send by at most as much.
+    pub dialogs_linger_ms: u64,
 }
 
 impl Default for UpdatesConfig {
@@ -154,6 +159,7 @@ impl Default for UpdatesConfig {
             retain_per_user: 100_000,
             append_workers: 1,
             dispatch_linger_ms: 10,
+            dialogs_linger_ms: 20,
         }
     }
 }
@@ -166,19 +172,11 @@ pub struct MessagesConfig {
     /// is fastest on a small machine: a second one mostly waits on the first one's box-id
     /// row locks (two groups share owners), and makes each group smaller.
     pub send_workers: usize,
-    /// Milliseconds the hand-off of message events to svc-dialogs waits after its first event
-    /// so that the events of that while share one call (0: at once). svc-dialogs then runs
-    /// far fewer transactions, and that CPU goes to sends; a read waits for what is held back,
-    /// so it never misses a message the reader already has.
-    pub dialogs_linger_ms: u64,
 }
 
 impl Default for MessagesConfig {
     fn default() -> Self {
-        Self {
-            send_workers: 1,
-            dialogs_linger_ms: 20,
-        }
+        Self { send_workers: 1 }
     }
 }
 

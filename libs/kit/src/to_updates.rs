@@ -4,7 +4,10 @@
 
 use oxigram_outbox::{Destination, Outbox, OutboxMessage, Refused};
 use oxigram_proto::{
-    internal::v1::{AppendRequest, Appended, updates_client::UpdatesClient},
+    internal::v1::{
+        AppendReadRequest, AppendReadResponse, AppendRequest, Appended,
+        updates_client::UpdatesClient,
+    },
     types::v1::UserEvent,
 };
 use prost::Message as _;
@@ -46,6 +49,14 @@ impl ToUpdates {
             .await?
             .into_inner()
             .appended)
+    }
+
+    /// Logs a read counted as of the reader's log up to `r.basis_pts`.
+    pub async fn append_read(
+        &self,
+        r: AppendReadRequest,
+    ) -> Result<AppendReadResponse, tonic::Status> {
+        Ok(self.client.clone().append_read(r).await?.into_inner())
     }
 
     /// The post-commit fast path: appends `events`, deletes their outbox `rows`, and returns

@@ -1,0 +1,371 @@
+//! Dialogs as a projection of each user's update log. svc-updates hands on every logged event
+//! with its pts; each owner's events are applied here in pts order, each once, and
+//! `log_positions` records how far. So a dialog's top message, watermarks and unread count are
+//! always those of a prefix of its owner's log, which is what a read counts against
+//! (`crate::read`).
+//!
+//! Events that arrive ahead of a gap (an earlier hand-off still on its way) are held back: the
+//! call reports it, and the outbox delivers them again, after the missing ones.
+
+use std::collections::{BTreeMap, HashSet};
+
+use oxigram_kit::to_updates::TO_UPDATES;
+use oxigram_outbox::{NewRow, Outbox};
+use oxigram_proto::types::v1::{
+    Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent, update,
+};
+use prost::Message as _;
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+use crate::store::{Watermark, advance};
+
+/// What one application did.
+#[derive(Default)]
+pub struct Applied {
+    pub applied: i32,
+    /// Events held back behind a gap in their owner's pts.
+    pub held: usize,
+    /// Events made for other users' logs (the sender's side of a read), written to the outbox:
+    /// their outbox ids and rows, for the fast path.
+    pub derived: (Vec<i64>, Vec<NewRow>),
+}
+
+/// A new message of a dialog, as `apply_messages` takes it.
+struct Arrived {
+    owner: i64,
+    peer: i64,
+    id: i64,
+    date: i64,
+    out: bool,
+    peer_box_id: i64,
+}
+
+/// A read of a dialog from its owner's log.
+struct ReadInbox {
+    event_id: Uuid,
+    date: i64,
+    owner: i64,
+    read: UpdateReadHistoryInbox,
+}
+
+/// One step of a batch: the messages logged before a read of each owner, then those reads.
+#[derive(Default)]
+struct Phase {
+    messages: Vec<Arrived>,
+    reads: Vec<ReadInbox>,
+}
+
+/// Applies logged events (each carrying its pts) in each owner's pts order, once each.
+pub async fn apply(
+    pool: &PgPool,
+    outbox: &Outbox,
+    events: Vec<UserEvent>,
+) -> Result<Applied, sqlx::Error> {
+    let mut by_owner: BTreeMap<i64, Vec<UserEvent>> = BTreeMap::new();
+    for e in events {
+        by_owner.entry(e.user_id).or_default().push(e);
+    }
+    for events in by_owner.values_mut() {
+        events.sort_by_key(|e| e.pts);
+        events.dedup_by_key(|e| e.pts);
+    }
+    let mut tx = pool.begin().await?;
+    let positions = lock_positions(&mut tx, &by_owner).await?;
+
+    let mut applied = Applied::default();
+    let mut phases: Vec<Phase> = Vec::new();
+    let mut other: Vec<UserEvent> = Vec::new();
+    let (mut moved_owners, mut moved_to) = (Vec::new(), Vec::new());
+    for ((owner, events), from) in by_owner.into_iter().zip(positions) {
+        let mut at = from;
+        let mut phase = 0;
+        let total = events.len();
+        for (i, e) in events.into_iter().enumerate() {
+            if e.pts <= at {
+                continue;
+            }
+            if e.pts - e.pts_count != at {
+                applied.held += total - i;
+                break;
+            }
+            at = e.pts;
+            applied.applied += 1;
+            if phases.len() <= phase {
+                phases.resize_with(phase + 1, Phase::default);
+            }
+            match e.update.as_ref().and_then(|u| u.kind.as_ref()) {
+                Some(update::Kind::NewMessage(new)) => {
+                    if let Some(m) = &new.message {
+                        phases[phase].messages.push(Arrived {
+                            owner,
+                            peer: m.peer_user_id,
+                            id: m.id,
+                            date: m.date,
+                            out: m.out,
+                            peer_box_id: e.peer_box_id,
+                        });
+                    }
+                }
+                Some(update::Kind::ReadHistoryInbox(read)) => {
+                    phases[phase].reads.push(ReadInbox {
+                        event_id: Uuid::parse_str(&e.event_id)
+                            .map_err(|err| sqlx::Error::Decode(Box::new(err)))?,
+                        date: e.date,
+                        owner,
+                        read: *read,
+                    });
+                    // Messages after this read come after it.
+                    phase += 1;
+                }
+                _ => other.push(e),
+            }
+        }
+        if at > from {
+            moved_owners.push(owner);
+            moved_to.push(at);
+        }
+    }
+    let mut derived = Vec::new();
+    for phase in phases {
+        apply_messages(&mut tx, &phase.messages).await?;
+        for read in phase.reads {
+            derived.extend(apply_read(&mut tx, read).await?);
+        }
+    }
+    for e in other {
+        apply_receipt(&mut tx, e).await?;
+    }
+    if !moved_owners.is_empty() {
+        // Primary key of log_positions.
+        sqlx::query(
+            "INSERT INTO log_positions (owner_id, pts)
+             SELECT * FROM UNNEST($1::bigint[], $2::int[]) ORDER BY 1
+             ON CONFLICT (owner_id) DO UPDATE SET pts = EXCLUDED.pts",
+        )
+        .bind(&moved_owners)
+        .bind(&moved_to)
+        .execute(&mut *tx)
+        .await?;
+    }
+    if !derived.is_empty() {
+        let ids = outbox.enqueue(&mut tx, &derived).await?;
+        applied.derived = (ids, derived);
+    }
+    tx.commit().await?;
+    Ok(applied)
+}
+
+/// Each owner's position, locked until commit (primary key of log_positions, in key order, so
+/// concurrent applications never deadlock). An owner seen for the first time starts at pts 0,
+/// unless her log began before this projection did (she has dialogs already): then from the
+/// first event that reaches it.
+async fn lock_positions(
+    tx: &mut PgConnection,
+    by_owner: &BTreeMap<i64, Vec<UserEvent>>,
+) -> Result<Vec<i32>, sqlx::Error> {
+    let owners: Vec<i64> = by_owner.keys().copied().collect();
+    let created: Vec<i64> = sqlx::query_scalar(
+        "INSERT INTO log_positions (owner_id, pts) SELECT unnest($1::bigint[]), 0 ORDER BY 1
+         ON CONFLICT DO NOTHING RETURNING owner_id",
+    )
+    .bind(&owners)
+    .fetch_all(&mut *tx)
+    .await?;
+    let locked: Vec<(i64, i32)> = sqlx::query_as(
+        "SELECT owner_id, pts FROM log_positions WHERE owner_id = ANY($1)
+         ORDER BY owner_id FOR UPDATE",
+    )
+    .bind(&owners)
+    .fetch_all(&mut *tx)
+    .await?;
+    let first_start = |owner: &i64| {
+        by_owner
+            .get(owner)
+            .and_then(|events| events.first())
+            .map_or(0, |e| e.pts - e.pts_count)
+    };
+    let late: Vec<i64> = created
+        .into_iter()
+        .filter(|owner| first_start(owner) > 0)
+        .collect();
+    let adopted: HashSet<i64> = if late.is_empty() {
+        HashSet::new()
+    } else {
+        // Primary key of dialogs (its owner prefix).
+        sqlx::query_scalar::<_, i64>(
+            "SELECT DISTINCT owner_id FROM dialogs WHERE owner_id = ANY($1)",
+        )
+        .bind(&late)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .collect()
+    };
+    Ok(locked
+        .into_iter()
+        .map(|(owner, pts)| {
+            if adopted.contains(&owner) {
+                first_start(&owner)
+            } else {
+                pts
+            }
+        })
+        .collect())
+}
+
+/// New messages: recorded as incoming where they are, and each dialog's top message and unread
+/// count moved once, in one statement (creating the dialogs that are missing). The dialogs are
+/// upserted in key order by primary key (an UPDATE … FROM UNNEST would hash-join a scan of
+/// every partition); a message counts as unread only above the dialog's read watermark, which
+/// the reads logged before it have set. Primary key of dialog_incoming: a message already
+/// recorded does not count twice.
+async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<(), sqlx::Error> {
+    if arrived.is_empty() {
+        return Ok(());
+    }
+    let mut tops: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    for m in arrived {
+        let top = tops.entry((m.owner, m.peer)).or_insert((0, 0));
+        if m.id > top.0 {
+            *top = (m.id, m.date);
+        }
+    }
+    let incoming: Vec<&Arrived> = arrived.iter().filter(|m| !m.out).collect();
+    static APPLY: &str = "WITH arrived AS (
+            INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
+            SELECT * FROM UNNEST($5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
+            ON CONFLICT DO NOTHING RETURNING owner_id, peer_user_id, box_id
+         )
+         INSERT INTO dialogs AS d (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
+         SELECT t.owner_id, t.peer_user_id, t.top_id, t.top_date,
+                (SELECT count(*) FROM arrived a
+                 WHERE a.owner_id = t.owner_id AND a.peer_user_id = t.peer_user_id)::int
+         FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
+             AS t(owner_id, peer_user_id, top_id, top_date)
+         ORDER BY 1, 2
+         ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
+            top_message_id = GREATEST(d.top_message_id, EXCLUDED.top_message_id),
+            top_message_date = CASE WHEN EXCLUDED.top_message_id > d.top_message_id
+                THEN EXCLUDED.top_message_date ELSE d.top_message_date END,
+            unread_count = d.unread_count + (SELECT count(*) FROM arrived a
+                WHERE a.owner_id = d.owner_id AND a.peer_user_id = d.peer_user_id
+                  AND a.box_id > d.read_inbox_max_id)::int";
+    sqlx::query(APPLY)
+        .bind(tops.keys().map(|k| k.0).collect::<Vec<_>>())
+        .bind(tops.keys().map(|k| k.1).collect::<Vec<_>>())
+        .bind(tops.values().map(|v| v.0).collect::<Vec<_>>())
+        .bind(tops.values().map(|v| v.1).collect::<Vec<_>>())
+        .bind(incoming.iter().map(|m| m.owner).collect::<Vec<_>>())
+        .bind(incoming.iter().map(|m| m.peer).collect::<Vec<_>>())
+        .bind(incoming.iter().map(|m| m.id).collect::<Vec<_>>())
+        .bind(incoming.iter().map(|m| m.peer_box_id).collect::<Vec<_>>())
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// A read from the reader's log: her watermark and unread count become what the read says
+/// (its count was taken against her log just before it). When it covers messages of the peer,
+/// the peer's log gets the read of her own messages, in her ids: that event's id derives from
+/// the read's, so applying the read again writes it again harmlessly (svc-updates logs an
+/// event id once).
+async fn apply_read(tx: &mut PgConnection, r: ReadInbox) -> Result<Option<NewRow>, sqlx::Error> {
+    let (owner, peer) = (r.owner, r.read.peer_user_id);
+    // Primary key of dialogs; dialog_incoming's for the peer's ids of the messages read.
+    let peer_max: Option<Option<i64>> = sqlx::query_scalar(
+        "WITH before AS (
+            SELECT read_inbox_max_id FROM dialogs
+            WHERE owner_id = $1 AND peer_user_id = $2 FOR UPDATE
+         ), moved AS (
+            UPDATE dialogs d SET read_inbox_max_id = GREATEST(d.read_inbox_max_id, $3),
+                                 unread_count = $4
+            FROM before
+            WHERE d.owner_id = $1 AND d.peer_user_id = $2
+            RETURNING before.read_inbox_max_id AS was
+         )
+         SELECT (SELECT max(i.peer_box_id) FROM dialog_incoming i
+                 WHERE i.owner_id = $1 AND i.peer_user_id = $2
+                   AND i.box_id > moved.was AND i.box_id <= $3)
+         FROM moved",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(r.read.max_id)
+    .bind(r.read.still_unread_count)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(peer_max) = peer_max.flatten().filter(|id| *id > 0 && peer != owner) else {
+        return Ok(None);
+    };
+    // The peer's dialog shows it at once; her log's copy finds it done.
+    read_outbox(tx, peer, owner, peer_max, r.date).await?;
+    let event_id = Uuid::from_u128(r.event_id.as_u128() ^ READ_OUTBOX_TAG);
+    let event = UserEvent {
+        event_id: event_id.to_string(),
+        user_id: peer,
+        pts_count: 1,
+        date: r.date,
+        update: Some(Update {
+            kind: Some(update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
+                peer_user_id: owner,
+                max_id: peer_max,
+            })),
+        }),
+        ..Default::default()
+    };
+    Ok(Some(NewRow::new(
+        TO_UPDATES,
+        event_id,
+        event.encode_to_vec(),
+    )))
+}
+
+/// Tells the id of a read's peer-side event from the read's own ("readout").
+const READ_OUTBOX_TAG: u128 = 0x0072_6561_646f_7574;
+
+/// `reader` read `owner`'s messages up to `max_id` (in `owner`'s ids) at `date`: the owner's
+/// outbox watermark moves forward, and the date is kept for GetOutboxReadDate.
+async fn read_outbox(
+    tx: &mut PgConnection,
+    owner: i64,
+    reader: i64,
+    max_id: i64,
+    date: i64,
+) -> Result<(), sqlx::Error> {
+    if advance(tx, Watermark::ReadOutbox, owner, reader, max_id).await? {
+        // Primary key of outbox_reads.
+        sqlx::query(
+            "INSERT INTO outbox_reads (owner_id, peer_user_id, max_id, read_at)
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(owner)
+        .bind(reader)
+        .bind(max_id)
+        .bind(date)
+        .execute(tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// A receipt from the owner's log: her side's outbox watermarks only move forward.
+async fn apply_receipt(tx: &mut PgConnection, e: UserEvent) -> Result<(), sqlx::Error> {
+    match e.update.and_then(|u| u.kind) {
+        Some(update::Kind::ReadHistoryOutbox(read)) => {
+            read_outbox(tx, e.user_id, read.peer_user_id, read.max_id, e.date).await?;
+        }
+        Some(update::Kind::DeliveredOutbox(delivered)) => {
+            advance(
+                tx,
+                Watermark::DeliveredOutbox,
+                e.user_id,
+                delivered.peer_user_id,
+                delivered.max_id,
+            )
+            .await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}

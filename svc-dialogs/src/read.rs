@@ -1,0 +1,123 @@
+//! READ: a user reads a dialog up to a message. Here the read is counted against the reader's
+//! update log as far as it is applied (her position): max_id 0 goes up to the dialog's top
+//! message, and what stays unread is counted. svc-updates then logs it under her row lock,
+//! taking into account what was logged after that position, so the read agrees with every
+//! message before it in her log and a device applying the log ends with the unread count
+//! `GetDialogs` gives. The read comes back here through the log, like every other update.
+
+use std::time::Duration;
+
+use oxigram_errors::{Error, forward};
+use oxigram_kit::to_updates::ToUpdates;
+use oxigram_proto::internal::v1::AppendReadRequest;
+use sqlx::PgPool;
+use tokio::time::Instant;
+use tonic::Status;
+use uuid::Uuid;
+
+/// Longest a read waits for its own update to be applied here before answering, so that the
+/// reader's next GetDialogs shows it; far beyond the few milliseconds a hand-off takes.
+const APPLY_WAIT_CAP: Duration = Duration::from_secs(2);
+/// First and longest pause between two looks at the reader's position.
+const FIRST_POLL: Duration = Duration::from_millis(2);
+const MAX_POLL: Duration = Duration::from_millis(20);
+
+/// What a read did.
+pub enum Read {
+    /// The watermark was there already: nothing was logged.
+    Unchanged,
+    /// The read is in the reader's log at this pts.
+    Logged { pts: i32 },
+}
+
+/// A dialog as the read counts it, in one snapshot.
+#[derive(sqlx::FromRow)]
+struct View {
+    /// How far the reader's log has been applied here.
+    position: i32,
+    read_inbox_max_id: i64,
+    /// The message the read goes up to, as far as this view knows.
+    target: i64,
+    still_unread: i64,
+}
+
+/// The reader's position, her watermark, the message the read goes up to and the messages
+/// above it, in one statement (primary keys of log_positions, dialogs, dialog_incoming). A
+/// dialog not applied yet reads as empty.
+async fn view(pool: &PgPool, owner: i64, peer: i64, max_id: i64) -> Result<View, sqlx::Error> {
+    sqlx::query_as(
+        "WITH d AS (
+            SELECT coalesce(max(read_inbox_max_id), 0) AS read_inbox_max_id,
+                   CASE WHEN $3 = 0 THEN coalesce(max(top_message_id), 0)
+                        ELSE LEAST($3, coalesce(max(top_message_id), 0)) END AS target
+            FROM dialogs WHERE owner_id = $1 AND peer_user_id = $2
+         )
+         SELECT coalesce((SELECT pts FROM log_positions WHERE owner_id = $1), 0) AS position,
+                d.read_inbox_max_id, d.target,
+                (SELECT count(*) FROM dialog_incoming i
+                 WHERE i.owner_id = $1 AND i.peer_user_id = $2 AND i.box_id > d.target) AS still_unread
+         FROM d",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(max_id)
+    .fetch_one(pool)
+    .await
+}
+
+/// Reads `owner`'s dialog with `peer` up to `max_id` (0: everything).
+pub async fn read_history(
+    pool: &PgPool,
+    to_updates: &ToUpdates,
+    owner: i64,
+    peer: i64,
+    max_id: i64,
+    auth_key_id: i64,
+) -> Result<Read, Status> {
+    let v = view(pool, owner, peer, max_id).await.map_err(Error::from)?;
+    let answer = to_updates
+        .append_read(AppendReadRequest {
+            event_id: Uuid::new_v4().to_string(),
+            user_id: owner,
+            peer_user_id: peer,
+            basis_pts: v.position,
+            read_max_id: v.read_inbox_max_id,
+            max_id: v.target,
+            still_unread_count: v.still_unread as i32,
+            requested_max_id: max_id,
+            date: chrono::Utc::now().timestamp(),
+            origin_auth_key_id: auth_key_id,
+        })
+        .await
+        .map_err(forward)?;
+    if !answer.appended {
+        return Ok(Read::Unchanged);
+    }
+    // Should the wait run out, the log has the read and this projection follows it.
+    applied_up_to(pool, owner, answer.pts)
+        .await
+        .map_err(Error::from)?;
+    Ok(Read::Logged { pts: answer.pts })
+}
+
+/// Waits until `owner`'s log is applied here up to `pts`, for [`APPLY_WAIT_CAP`] at most
+/// (primary key of log_positions). `false` when the cap ran out first.
+async fn applied_up_to(pool: &PgPool, owner: i64, pts: i32) -> Result<bool, sqlx::Error> {
+    let deadline = Instant::now() + APPLY_WAIT_CAP;
+    let mut pause = FIRST_POLL;
+    loop {
+        let position: Option<i32> =
+            sqlx::query_scalar("SELECT pts FROM log_positions WHERE owner_id = $1")
+                .bind(owner)
+                .fetch_optional(pool)
+                .await?;
+        if position.unwrap_or(0) >= pts {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
+        pause = (pause * 2).min(MAX_POLL);
+    }
+}
