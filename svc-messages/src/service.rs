@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use oxigram_errors::{Error, ErrorCode, status};
+use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_kit::GrpcChannel;
 use oxigram_proto::internal::v1::{
     BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
@@ -79,6 +79,7 @@ fn validate(r: &SendMessageRequest) -> Result<(), Status> {
             "random_id must not be 0",
         ));
     }
+    check_text("text", &r.text)?;
     if r.text.trim().is_empty() {
         return Err(status(ErrorCode::MessageEmpty, "the message has no text"));
     }
@@ -264,6 +265,13 @@ mod tests {
             code(validate(&send("  "))).as_deref(),
             Some("MESSAGE_EMPTY")
         );
+        // Postgres cannot store NUL: refused whether or not other text surrounds it.
+        for nul in ["\0", "hello\0world"] {
+            assert_eq!(
+                code(validate(&send(nul))).as_deref(),
+                Some("INPUT_TEXT_INVALID")
+            );
+        }
         let mut bad_peer = send("hi");
         bad_peer.peer_user_id = 0;
         assert_eq!(
