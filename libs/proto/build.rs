@@ -2,6 +2,48 @@
 //! so a fresh machine needs no protobuf compiler installed.
 use std::path::PathBuf;
 
+use prost_build::{Service, ServiceGenerator};
+
+/// The package of the client API, whose servers decode with [`CLIENT_API_SERVER_CODEC`].
+const CLIENT_API_PACKAGE: &str = "oxigram.api.v1";
+/// prost's codec answers a request body that does not decode with a bare `INTERNAL`; the
+/// client API's servers answer it as the client's fault, with a stable code (see
+/// `src/codec.rs`). Its clients and every internal service keep prost's codec: there a body
+/// that does not decode is a fault of the server side, and `INTERNAL` says so.
+const CLIENT_API_SERVER_CODEC: &str = "crate::codec::ClientApiCodec";
+
+/// Generates each service with the codec its side calls for: tonic-prost-build takes one
+/// codec for every service and both sides, so the client API's servers come from a
+/// generator of their own.
+struct CodecBySide {
+    client_api_clients: Box<dyn ServiceGenerator>,
+    client_api_servers: Box<dyn ServiceGenerator>,
+    others: Box<dyn ServiceGenerator>,
+}
+
+impl ServiceGenerator for CodecBySide {
+    fn generate(&mut self, service: Service, buf: &mut String) {
+        if service.package == CLIENT_API_PACKAGE {
+            self.client_api_clients.generate(service.clone(), buf);
+            self.client_api_servers.generate(service, buf);
+        } else {
+            self.others.generate(service, buf);
+        }
+    }
+
+    fn finalize(&mut self, buf: &mut String) {
+        self.client_api_clients.finalize(buf);
+        self.client_api_servers.finalize(buf);
+        self.others.finalize(buf);
+    }
+
+    fn finalize_package(&mut self, package: &str, buf: &mut String) {
+        self.client_api_clients.finalize_package(package, buf);
+        self.client_api_servers.finalize_package(package, buf);
+        self.others.finalize_package(package, buf);
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../proto")
@@ -26,8 +68,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let mut config = prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
-    tonic_prost_build::configure()
-        .file_descriptor_set_path(out.join("oxigram_descriptor.bin"))
-        .compile_with_config(config, &protos, &[root])?;
+    // What tonic-prost-build's own compile step sets, since the generator is set here.
+    config.out_dir(&out);
+    config.type_attribute(".", "#[allow(clippy::all)]");
+    config.file_descriptor_set_path(out.join("oxigram_descriptor.bin"));
+    config.service_generator(Box::new(CodecBySide {
+        client_api_clients: tonic_prost_build::configure()
+            .build_server(false)
+            .service_generator(),
+        client_api_servers: tonic_prost_build::configure()
+            .build_client(false)
+            .codec_path(CLIENT_API_SERVER_CODEC)
+            .service_generator(),
+        others: tonic_prost_build::configure().service_generator(),
+    }));
+    config.compile_protos(&protos, &[root])?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use oxigram_errors::{Error, ErrorCode};
+use oxigram_errors::{Error, ErrorCode, check_text};
 use oxigram_proto::api::v1::{
     Authorization, AuthorizationInfo, Authorizations, CreateAuthKeyRequest, CreateAuthKeyResponse,
     GetAuthorizationsRequest, LogOutRequest, LogOutResponse, ResetAuthorizationRequest,
@@ -88,6 +88,7 @@ pub async fn caller(gateway: &Gateway, metadata: &MetadataMap) -> Result<Caller,
 }
 
 fn valid_phone(phone: &str) -> Result<String, Status> {
+    check_text("phone", phone)?;
     let digits: String = phone.strip_prefix('+').unwrap_or(phone).to_owned();
     if (5..=15).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit()) {
         Ok(digits)
@@ -155,7 +156,9 @@ impl Auth for AuthApi {
         &self,
         request: Request<CreateAuthKeyRequest>,
     ) -> Result<Response<CreateAuthKeyResponse>, Status> {
-        let device_model: String = request.into_inner().device_model.chars().take(64).collect();
+        let device_model = request.into_inner().device_model;
+        check_text("device_model", &device_model)?;
+        let device_model: String = device_model.chars().take(64).collect();
         loop {
             let (id, secret) = {
                 let mut rng = rand::rng();
@@ -205,6 +208,8 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = valid_phone(&r.phone)?;
+        check_text("phone_code_hash", &r.phone_code_hash)?;
+        check_text("code", &r.code)?;
         // An unknown phone is told before the code is used up: the client signs up with it.
         let user = accounts::user_by_phone(&self.0.pool, &phone)
             .await
@@ -228,6 +233,9 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = valid_phone(&r.phone)?;
+        check_text("phone_code_hash", &r.phone_code_hash)?;
+        check_text("code", &r.code)?;
+        check_text("first_name", &r.first_name)?;
         let first_name = r.first_name.trim();
         if first_name.is_empty() || first_name.chars().count() > 64 {
             return Err(Error::new(

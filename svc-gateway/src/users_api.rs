@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use oxigram_errors::{Error, ErrorCode};
+use oxigram_errors::{Error, ErrorCode, check_text};
 use oxigram_proto::{
     api::v1::{GetMeRequest, ResolvePhoneRequest, users_server::Users},
     types::v1::User,
@@ -31,6 +31,7 @@ impl Users for UsersApi {
     ) -> Result<Response<User>, Status> {
         caller(&self.0, request.metadata()).await?.user()?;
         let phone = request.into_inner().phone;
+        check_text("phone", &phone)?;
         let phone = phone.strip_prefix('+').unwrap_or(&phone);
         accounts::user_by_phone(&self.0.pool, phone)
             .await

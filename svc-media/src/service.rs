@@ -1,6 +1,6 @@
 //! The Media gRPC service.
 
-use oxigram_errors::{Error, ErrorCode, status};
+use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::internal::v1::{
     CompleteUploadRequest, FileChunk, FileInfo, GetFileRequest, SaveFilePartRequest,
     SaveFilePartResponse, media_server::Media,
@@ -88,6 +88,7 @@ impl<B: BlobStore> Media for MediaService<B> {
         request: Request<CompleteUploadRequest>,
     ) -> Result<Response<FileInfo>, Status> {
         let r = request.into_inner();
+        check_text("name", &r.name)?;
         if !(1..=MAX_PARTS).contains(&r.parts) {
             return Err(status(
                 ErrorCode::FilePartsInvalid,

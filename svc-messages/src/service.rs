@@ -1,7 +1,7 @@
 //! The Messages gRPC service: validation at the boundary, sends through the group commit, and
 //! the owner-view reads.
 
-use oxigram_errors::{Error, ErrorCode, status};
+use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::internal::v1::{
     BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
     GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
@@ -28,6 +28,7 @@ pub const MAX_IDS: usize = 1000;
 pub const MAX_ADD_OFFSET: i32 = 100;
 /// Most blocked users one page returns.
 pub const MAX_BLOCKED_LIMIT: i32 = 100;
+
 pub struct MessagesService {
     pool: PgPool,
     group: GroupCommit,
@@ -68,6 +69,7 @@ fn validate(r: &SendMessageRequest) -> Result<(), Status> {
             "random_id must not be 0",
         ));
     }
+    check_text("text", &r.text)?;
     if r.text.trim().is_empty() {
         return Err(status(ErrorCode::MessageEmpty, "the message has no text"));
     }
@@ -238,6 +240,13 @@ mod tests {
             code(validate(&send("  "))).as_deref(),
             Some("MESSAGE_EMPTY")
         );
+        // Postgres cannot store NUL: refused whether or not other text surrounds it.
+        for nul in ["\0", "hello\0world"] {
+            assert_eq!(
+                code(validate(&send(nul))).as_deref(),
+                Some("INPUT_TEXT_INVALID")
+            );
+        }
         let mut bad_peer = send("hi");
         bad_peer.peer_user_id = 0;
         assert_eq!(

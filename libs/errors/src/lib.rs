@@ -45,6 +45,13 @@ pub enum ErrorCode {
     FilePartTooBig,
     FilePartsInvalid,
     FilePartMissing,
+    /// The request body is not a well-formed message of the method's request type (a bad
+    /// varint, a truncated or misplaced field, field number 0, invalid UTF-8 in a string, a
+    /// malformed gRPC frame): nothing of it was read.
+    InputRequestInvalid,
+    /// A text field holds U+0000 (NUL), which no text field accepts; the detail names the
+    /// field. Postgres text cannot store NUL, so one rule refuses it everywhere alike.
+    InputTextInvalid,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
     /// A dependency did not answer in time; the request may be retried.
@@ -83,6 +90,8 @@ impl ErrorCode {
             Self::FilePartTooBig => "FILE_PART_TOO_BIG",
             Self::FilePartsInvalid => "FILE_PARTS_INVALID",
             Self::FilePartMissing => "FILE_PART_MISSING",
+            Self::InputRequestInvalid => "INPUT_REQUEST_INVALID",
+            Self::InputTextInvalid => "INPUT_TEXT_INVALID",
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
@@ -185,6 +194,19 @@ pub fn status(code: ErrorCode, detail: &str) -> Status {
     Error::new(code, detail).into()
 }
 
+/// The one rule for a client's text, whatever the field: it must not hold U+0000 (NUL).
+/// Postgres cannot store or compare NUL in text, so a text with it would fail as `INTERNAL`
+/// wherever it reached a query; it is refused first, as `INPUT_TEXT_INVALID` naming `field`.
+pub fn check_text(field: &str, value: &str) -> Result<(), Status> {
+    if value.contains('\0') {
+        return Err(status(
+            ErrorCode::InputTextInvalid,
+            &format!("{field} must not contain NUL (U+0000)"),
+        ));
+    }
+    Ok(())
+}
+
 /// A page size: `default` for 0, `requested` when within `1..=max`, else `LIMIT_INVALID`.
 pub fn page_limit(requested: i32, default: i32, max: i32) -> Result<i32, Status> {
     match requested {
@@ -219,6 +241,22 @@ mod tests {
             Some("LIMIT_INVALID")
         );
         assert!(page_limit(-1, 20, 100).is_err());
+    }
+
+    #[test]
+    fn text_with_nul_is_refused() {
+        assert!(check_text("text", "hello").is_ok());
+        assert!(check_text("text", "").is_ok());
+        let refused = check_text("first_name", "Al\0ice").err();
+        assert_eq!(
+            refused.as_ref().map(Status::code),
+            Some(Code::InvalidArgument)
+        );
+        assert_eq!(
+            refused.as_ref().and_then(code_of).as_deref(),
+            Some("INPUT_TEXT_INVALID")
+        );
+        assert!(refused.is_some_and(|s| s.message().contains("first_name")));
     }
 
     #[test]

@@ -2,16 +2,26 @@
 //! that continues callers' traces, and graceful shutdown. While it serves, callers in the
 //! same process reach its routes in-process ([`crate::local`]). Health starts NOT_SERVING; the
 //! service flips it with [`Readiness`] once its migrations ran and its dependencies answer.
+//! Requests of the client API that tonic refuses before any codec reads them get the same
+//! stable code as a body that does not decode ([`ClientApiFramesLayer`]).
 
+use std::task::{Context, Poll};
+
+use futures::{
+    TryFutureExt,
+    future::{Either, MapOk},
+};
+use oxigram_errors::ERROR_CODE_HEADER;
+use oxigram_proto::codec::{CLIENT_API_PATH_PREFIX, request_invalid};
 use oxigram_telemetry::propagation::GrpcMakeSpan;
 use tokio_util::sync::CancellationToken;
-use tonic::{body::Body, service::Routes, transport::Server};
+use tonic::{Code, Status, body::Body, service::Routes, transport::Server};
 use tonic_health::{
     ServingStatus,
     pb::health_server::HealthServer,
     server::{HealthReporter, HealthService},
 };
-use tower::{BoxError, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
+use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use tower_http::trace::TraceLayer;
 
 use crate::{ServiceAddr, local};
@@ -94,6 +104,7 @@ impl GrpcServer {
         let trace = TraceLayer::new_for_grpc().make_span_with(GrpcMakeSpan { service: self.name });
         let traced = ServiceBuilder::new()
             .layer(trace.clone())
+            .layer(ClientApiFramesLayer)
             .service(routes.clone().add_service(self.health.clone()));
         let answered =
             ServiceExt::<http::Request<Body>>::map_response(traced, |answer| answer.map(Body::new));
@@ -106,12 +117,157 @@ impl GrpcServer {
         };
         Server::builder()
             .layer(trace)
+            .layer(ClientApiFramesLayer)
             .add_routes(routes)
             .add_service(self.health)
             .add_service(reflection)
             .serve_with_incoming_shutdown(incoming, stop)
             .await?;
         tracing::info!(service = self.name, "gRPC server stopped");
+        Ok(())
+    }
+}
+
+/// Gives a stable code to the client API's requests that tonic refuses while it reads the
+/// gRPC frames, before the codec (`oxigram_proto::codec`) sees a message: a compressed flag
+/// without a `grpc-encoding`, a length prefix longer than the body, no message at all. tonic
+/// answers those with a trailers-only `INTERNAL` (`UNKNOWN` for a body it cannot read)
+/// without `x-oxigram-error`. Every status the client API's handlers return carries that
+/// entry (they are made from `oxigram_errors::Error`), so on these paths such an answer can
+/// only come from the request itself: it becomes `INVALID_ARGUMENT` with
+/// `INPUT_REQUEST_INVALID`, keeping tonic's words as the detail. Internal services keep
+/// `INTERNAL`: a frame they cannot read was written by another service, not by a client.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientApiFramesLayer;
+
+impl<S> Layer<S> for ClientApiFramesLayer {
+    type Service = ClientApiFrames<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ClientApiFrames { inner }
+    }
+}
+
+/// See [`ClientApiFramesLayer`].
+#[derive(Debug, Clone)]
+pub struct ClientApiFrames<S> {
+    inner: S,
+}
+
+type Recode<B> = fn(http::Response<B>) -> http::Response<B>;
+
+const GRPC_STATUS: http::HeaderName = http::HeaderName::from_static("grpc-status");
+const GRPC_MESSAGE: http::HeaderName = http::HeaderName::from_static("grpc-message");
+const GRPC_STATUS_DETAILS: http::HeaderName =
+    http::HeaderName::from_static("grpc-status-details-bin");
+
+impl<S, ReqBody, ResBody> Service<http::Request<ReqBody>> for ClientApiFrames<S>
+where
+    S: Service<http::Request<ReqBody>, Response = http::Response<ResBody>>,
+{
+    type Response = http::Response<ResBody>;
+    type Error = S::Error;
+    type Future = Either<MapOk<S::Future, Recode<ResBody>>, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
+        let client_api = request.uri().path().starts_with(CLIENT_API_PATH_PREFIX);
+        let answer = self.inner.call(request);
+        if client_api {
+            Either::Left(answer.map_ok(code_frame_refusal as Recode<ResBody>))
+        } else {
+            Either::Right(answer)
+        }
+    }
+}
+
+/// Rewrites a trailers-only `INTERNAL` or `UNKNOWN` without a stable code; see
+/// [`ClientApiFramesLayer`]. Anything else passes unchanged.
+fn code_frame_refusal<B>(mut response: http::Response<B>) -> http::Response<B> {
+    let headers = response.headers_mut();
+    if headers.contains_key(ERROR_CODE_HEADER) {
+        return response;
+    }
+    // Only grpc-status and grpc-message are read: tonic's parser of a whole header map
+    // panics on malformed status details.
+    let mut bare = http::HeaderMap::new();
+    for name in [GRPC_STATUS, GRPC_MESSAGE] {
+        if let Some(value) = headers.get(&name) {
+            bare.insert(name, value.clone());
+        }
+    }
+    // No grpc-status among the headers: the answer is a stream, not a refusal.
+    let Some(refused) = Status::from_header_map(&bare) else {
+        return response;
+    };
+    if !matches!(refused.code(), Code::Internal | Code::Unknown) {
+        return response;
+    }
+    let recoded = request_invalid(refused.message());
+    headers.remove(GRPC_MESSAGE);
+    headers.remove(GRPC_STATUS_DETAILS);
+    if recoded.add_header(headers).is_err() {
+        // The detail could not be a header value: the code alone still says it all.
+        let _ = request_invalid("the request cannot be read").add_header(headers);
+    }
+    response.extensions_mut().insert(recoded);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use oxigram_errors::code_of;
+
+    use super::*;
+
+    /// The answer of a service that refuses every call with `status`.
+    async fn answer(path: &str, status: Status) -> Result<Status, BoxError> {
+        let refuse = tower::service_fn(move |_: http::Request<()>| {
+            let status = status.clone();
+            async move { Ok::<_, BoxError>(status.into_http::<()>()) }
+        });
+        let request = http::Request::builder().uri(path).body(())?;
+        let response = ClientApiFramesLayer.layer(refuse).oneshot(request).await?;
+        Ok(Status::from_header_map(response.headers()).ok_or("no grpc-status")?)
+    }
+
+    #[tokio::test]
+    async fn frame_refusals_of_the_client_api_get_a_stable_code() -> Result<(), BoxError> {
+        for tonic_refusal in [
+            Status::internal("Unexpected EOF decoding stream."),
+            Status::internal(
+                "protocol error: received message with compressed-flag but no grpc-encoding was specified",
+            ),
+            Status::unknown("error reading a body from connection"),
+        ] {
+            let recoded = answer("/oxigram.api.v1.Messages/SendMessage", tonic_refusal).await?;
+            assert_eq!(recoded.code(), Code::InvalidArgument);
+            assert_eq!(code_of(&recoded).as_deref(), Some("INPUT_REQUEST_INVALID"));
+            assert!(recoded.message().starts_with("INPUT_REQUEST_INVALID: "));
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn other_answers_pass_unchanged() -> Result<(), BoxError> {
+        // A coded INTERNAL is the server's own fault and says so.
+        let coded: Status = oxigram_errors::Error::internal("boom").into();
+        let kept = answer("/oxigram.api.v1.Users/GetMe", coded).await?;
+        assert_eq!(kept.code(), Code::Internal);
+        assert_eq!(code_of(&kept).as_deref(), Some("INTERNAL"));
+        // Other codes, and every answer of an internal service, are left alone.
+        let kept = answer("/oxigram.api.v1.Users/GetMe", Status::unimplemented("no")).await?;
+        assert_eq!(kept.code(), Code::Unimplemented);
+        let kept = answer(
+            "/oxigram.internal.v1.Messages/SendMessage",
+            Status::internal("x"),
+        )
+        .await?;
+        assert_eq!(kept.code(), Code::Internal);
+        assert_eq!(code_of(&kept), None);
         Ok(())
     }
 }

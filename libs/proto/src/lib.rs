@@ -1,20 +1,24 @@
 //! Generated gRPC code: the client API (`api::v1`), the internal service APIs
-//! (`internal::v1`) and the domain types they share (`types::v1`).
+//! (`internal::v1`) and the domain types they share (`types::v1`), and the codec of the
+//! client API's servers (`codec`).
 
-#![allow(clippy::all, clippy::pedantic, missing_docs)]
+pub mod codec;
 
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod types {
     pub mod v1 {
         tonic::include_proto!("oxigram.types.v1");
     }
 }
 
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod api {
     pub mod v1 {
         tonic::include_proto!("oxigram.api.v1");
     }
 }
 
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
 pub mod internal {
     pub mod v1 {
         tonic::include_proto!("oxigram.internal.v1");
