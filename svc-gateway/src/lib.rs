@@ -177,13 +177,16 @@ async fn refresh_routes(gateway: &Gateway, shutdown: &CancellationToken) {
 /// the next refresh, a third of the route lifetime later. A check is one EXISTS; the hub's lock
 /// is held only to copy the list of streams, never across a Redis call.
 async fn keep_routes(gateway: &Gateway, shutdown: &CancellationToken) {
-    // Nothing is registered yet: the first tick registers.
+    // Nothing is registered yet: the first tick, at once, registers (dispatch keeps jobs
+    // without routes until a gateway has written the table's live key).
     let mut must_register = true;
     let mut failing = false;
+    let mut ticks = tokio::time::interval(ROUTE_CHECK_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(ROUTE_CHECK_EVERY) => {}
+            _ = ticks.tick() => {}
         }
         if gateway.routes_dirty.swap(false, Ordering::Relaxed) {
             must_register = true;
