@@ -1,5 +1,6 @@
 //! The harness of oxigram's cross-service suites: a shared private Postgres and Redis (or
-//! ones named by `OXIGRAM_TEST_DATABASE_URL` / `OXIGRAM_TEST_REDIS_URL`), a fresh database and
+//! ones named by `OXIGRAM_TEST_DATABASE_URL` / `OXIGRAM_TEST_REDIS_URL`; or, for a test that
+//! crashes and restarts them, ones of its own: [`System::start_private`]), a fresh database and
 //! Redis key prefix per test, the six services started in this process or as separate
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
