@@ -2,6 +2,8 @@
 //! id) and pushes them right after commit; the relay claims whatever that missed, in batches.
 //! A push resolves the users' online devices from the route table, groups the jobs by gateway
 //! instance and pushes each group in one call; failures retry with backoff. A device that is offline simply gets nothing: getDifference is its catch-up path.
+//! "No route" is taken for offline only while the route table is whole: after Redis lost it,
+//! jobs wait for the relay's retry until the gateways have registered their streams again.
 
 mod push;
 mod service;

@@ -58,15 +58,17 @@ impl Destination for ToGateways {
             .collect::<Result<Vec<_>, _>>()?;
         // Every user of the batch, resolved in one Redis round trip.
         let users: Vec<i64> = jobs.iter().map(|j| j.user_id).collect();
-        let routes_of = self
+        let lookup = self
             .routes
             .lookup_many(&users)
             .await
             .map_err(|e| Refused::transient(format!("routes: {e}")))?;
         // Group by gateway instance; the device whose request made the event is left out.
         let mut by_instance: BTreeMap<&str, Vec<PushJob>> = BTreeMap::new();
+        let mut unrouted = 0;
         for job in &jobs {
-            let mut instances: Vec<&str> = routes_of
+            let mut instances: Vec<&str> = lookup
+                .routes
                 .get(&job.user_id)
                 .into_iter()
                 .flatten()
@@ -75,9 +77,20 @@ impl Destination for ToGateways {
                 .collect();
             instances.sort_unstable();
             instances.dedup();
+            if instances.is_empty() {
+                unrouted += 1;
+            }
             for instance in instances {
                 by_instance.entry(instance).or_default().push(job.clone());
             }
+        }
+        // No route means offline only while the table is whole. Redis lost it (restart,
+        // FLUSHALL) and the gateways have not registered their streams again yet: keep the
+        // batch for the relay's retry, which finds the routes back within a check or two.
+        if !lookup.complete && unrouted > 0 {
+            return Err(format!(
+                "{unrouted} jobs without routes while the route table is being rebuilt"
+            ));
         }
         let pushes = by_instance.into_iter().map(|(instance, jobs)| async move {
             let mut client = self.client(instance).map_err(Refused::transient)?;

@@ -14,7 +14,13 @@ mod rate_limit;
 mod updates_api;
 mod users_api;
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use oxigram_kit::{Config, GrpcChannel, GrpcServer, startup};
 use oxigram_proto::{
@@ -51,6 +57,9 @@ pub struct Gateway {
     send_limiter: rate_limit::SendLimiter,
     caches: cache::Caches,
     push_endpoint: String,
+    /// Set when a stream's route could not be written: the route keeper registers every
+    /// stream again as soon as Redis answers.
+    routes_dirty: AtomicBool,
     code_sender: Box<dyn auth::CodeSender>,
     shutdown: CancellationToken,
 }
@@ -87,6 +96,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             .advertise_push
             .clone()
             .unwrap_or_else(|| me.endpoint.clone()),
+        routes_dirty: AtomicBool::new(false),
         code_sender: Box::new(auth::LogCodeSender),
         caches: cache::Caches::default(),
         shutdown: shutdown.clone(),
@@ -105,7 +115,10 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         async move {
             startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
                 .await?;
-            refresh_routes(&gateway, &shutdown).await;
+            tokio::join!(
+                refresh_routes(&gateway, &shutdown),
+                keep_routes(&gateway, &shutdown)
+            );
             anyhow::Ok(())
         }
     };
@@ -122,9 +135,15 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     Ok(())
 }
 
-/// Re-registers every open stream's route well within its lifetime, so routes survive a
-/// Redis flush or restart and vanish on their own when this instance dies. Streams whose key
-/// was signed out or switched account (possibly through another instance) end here.
+/// How often the route keeper asks Redis whether this instance's routes are still there.
+const ROUTE_CHECK_EVERY: Duration = Duration::from_millis(250);
+/// Longest one of the route keeper's Redis calls may take: a hung Redis must not hold up the
+/// checks that notice it is back.
+const ROUTE_CALL_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Has every open stream's route registered again well within its lifetime, so routes vanish on
+/// their own when this instance dies, and ends the streams whose key was signed out or switched
+/// account (possibly through another instance).
 async fn refresh_routes(gateway: &Gateway, shutdown: &CancellationToken) {
     let period = Duration::from_secs((gateway.config.gateway.route_ttl_secs / 3).max(1));
     loop {
@@ -147,16 +166,98 @@ async fn refresh_routes(gateway: &Gateway, shutdown: &CancellationToken) {
             }
             Err(err) => tracing::warn!(error = %err, "cannot re-check the streams' auth keys"),
         }
-        for (user_id, auth_key_id, epoch) in gateway.hub.attached() {
-            let route = Route {
-                auth_key_id,
-                epoch,
-                push_endpoint: gateway.push_endpoint.clone(),
-            };
-            if let Err(err) = gateway.routes.register(user_id, &route).await {
-                tracing::warn!(error = %err, "route refresh failed; pushes wait for Redis");
-                break;
+        gateway.routes_dirty.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Keeps this instance's routes in Redis: registers every open stream (one round trip, then
+/// the instance's marker) at start, on each refresh, after a stream's own registration failed,
+/// when Redis answers again after failing, and when the marker is gone, which is how a Redis
+/// restart or FLUSHALL shows: an idle device's route is back within one check instead of at
+/// the next refresh, a third of the route lifetime later. A check is one EXISTS; the hub's lock
+/// is held only to copy the list of streams, never across a Redis call.
+async fn keep_routes(gateway: &Gateway, shutdown: &CancellationToken) {
+    // Nothing is registered yet: the first tick, at once, registers (dispatch keeps jobs
+    // without routes until a gateway has written the table's live key).
+    let mut must_register = true;
+    let mut failing = false;
+    let mut ticks = tokio::time::interval(ROUTE_CHECK_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if gateway.routes_dirty.swap(false, Ordering::Relaxed) {
+            must_register = true;
+        }
+        if !must_register {
+            let check = tokio::time::timeout(
+                ROUTE_CALL_TIMEOUT,
+                gateway.routes.marker_present(&gateway.push_endpoint),
+            )
+            .await;
+            match check {
+                Ok(Ok(true)) => continue,
+                Ok(Ok(false)) => {
+                    tracing::warn!(
+                        "Redis lost this gateway's routes (restart or flush); registering every stream again"
+                    );
+                }
+                Ok(Err(err)) => {
+                    note_failure(&mut failing, &err.to_string());
+                    must_register = true;
+                    continue;
+                }
+                Err(_) => {
+                    note_failure(&mut failing, "timed out");
+                    must_register = true;
+                    continue;
+                }
             }
         }
+        let routes: Vec<(i64, Route)> = gateway
+            .hub
+            .attached()
+            .into_iter()
+            .map(|(user_id, auth_key_id, epoch)| {
+                let route = Route {
+                    auth_key_id,
+                    epoch,
+                    push_endpoint: gateway.push_endpoint.clone(),
+                };
+                (user_id, route)
+            })
+            .collect();
+        let registered = tokio::time::timeout(
+            ROUTE_CALL_TIMEOUT,
+            gateway.routes.register_all(&gateway.push_endpoint, &routes),
+        )
+        .await;
+        match registered {
+            Ok(Ok(())) => {
+                if failing {
+                    tracing::info!(
+                        streams = routes.len(),
+                        "Redis answers again; every stream's route is registered"
+                    );
+                }
+                failing = false;
+                must_register = false;
+            }
+            Ok(Err(err)) => note_failure(&mut failing, &err.to_string()),
+            Err(_) => note_failure(&mut failing, "timed out"),
+        }
     }
+}
+
+/// Logs the first of a run of failed route-keeper calls (the next ones say nothing new).
+fn note_failure(failing: &mut bool, error: &str) {
+    if !*failing {
+        tracing::warn!(
+            error,
+            "cannot reach Redis; pushes wait until the routes are registered again"
+        );
+    }
+    *failing = true;
 }

@@ -54,7 +54,7 @@ impl SendLimiter {
 
     async fn count_in_redis(&self, user_id: i64, window: u64) -> redis::RedisResult<u64> {
         let key = format!("{}ratelimit:send:{user_id}:{window}", self.prefix);
-        let mut conn = self.redis.connection().await?;
+        let mut conn = self.redis.connection();
         let (count,): (u64,) = redis::pipe()
             .atomic()
             .incr(&key, 1)

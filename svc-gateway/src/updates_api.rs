@@ -182,8 +182,12 @@ impl Updates for UpdatesApi {
             push_endpoint: gateway.push_endpoint.clone(),
         };
         if let Err(err) = gateway.routes.register(user_id, &route).await {
-            // Degraded: no pushes reach this device until Redis is back; getDifference still works.
+            // Degraded: no pushes reach this device until Redis is back (the route keeper then
+            // registers it); getDifference still works.
             tracing::warn!(error = %err, "cannot register the device route");
+            gateway
+                .routes_dirty
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let (out, out_rx) = mpsc::channel::<Result<StreamEvent, Status>>(64);
         tokio::spawn(async move {

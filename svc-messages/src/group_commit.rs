@@ -92,6 +92,9 @@ async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
                 tokio::spawn(hand_off(sender.clone(), sends, outcomes, replies).instrument(span));
             }
             Err(err) => {
+                // A lost connection makes the pool test its idle ones before the sends run
+                // alone, so they do not land on connections dead for the same reason.
+                oxigram_storage::health::note(&err);
                 tracing::warn!(parent: &span, error = %err, sends = sends.len(), "a shared send transaction failed; each send runs on its own");
                 for (send, reply) in sends.into_iter().zip(replies) {
                     spawn_alone(sender.clone(), send, reply);

@@ -1,5 +1,6 @@
 //! The harness of oxigram's cross-service suites: a shared private Postgres and Redis (or
-//! ones named by `OXIGRAM_TEST_DATABASE_URL` / `OXIGRAM_TEST_REDIS_URL`), a fresh database and
+//! ones named by `OXIGRAM_TEST_DATABASE_URL` / `OXIGRAM_TEST_REDIS_URL`; or, for a test that
+//! crashes and restarts them, ones of its own: [`System::start_private`]), a fresh database and
 //! Redis key prefix per test, the six services started in this process or as separate
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
@@ -33,6 +34,77 @@ pub struct Infra {
     pub redis_url: String,
     /// Containers are removed when this is dropped, at the end of the test.
     _containers: Option<containers::Pair>,
+    /// Servers of this test alone, which it may crash and restart ([`private_infra`]).
+    private: Option<Arc<Private>>,
+}
+
+/// A Postgres and Redis run for one test under their own folder: stopped, and the folder
+/// removed, when the test ends.
+struct Private {
+    local: Option<oxigram_devinfra::LocalInfra>,
+    dir: PathBuf,
+}
+
+impl Private {
+    fn servers(&self) -> anyhow::Result<&oxigram_devinfra::LocalInfra> {
+        self.local
+            .as_ref()
+            .context("the private servers are stopped")
+    }
+}
+
+impl Drop for Private {
+    fn drop(&mut self) {
+        if let Some(local) = self.local.take()
+            && let Err(err) = local.stop()
+        {
+            eprintln!("infra: cannot stop the private servers: {err}");
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Postgres and Redis for this test alone (from Debian's packages, as `OXIGRAM_TEST_INFRA=
+/// local` runs them), under a fresh folder on free ports, whatever the environment says: a
+/// test that crashes and restarts them ([`System::restart_redis`],
+/// [`System::restart_postgres`]) must not take down other tests' servers. The first start
+/// creates a cluster, which takes a few seconds.
+pub async fn private_infra() -> anyhow::Result<Infra> {
+    let dir = std::env::temp_dir().join(unique_name("oxigram-private-infra"));
+    let pg_port = free_port()?;
+    let mut redis_port = free_port()?;
+    while redis_port == pg_port {
+        redis_port = free_port()?;
+    }
+    let options = oxigram_devinfra::InfraOptions {
+        data_dir: dir.clone(),
+        pg_port,
+        redis_port,
+        install_missing: true,
+    };
+    let started =
+        tokio::task::spawn_blocking(move || oxigram_devinfra::LocalInfra::ensure_running(&options))
+            .await?;
+    let local = match started {
+        Ok(local) => local,
+        Err(err) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(err.into());
+        }
+    };
+    eprintln!(
+        "infra: private postgres on 127.0.0.1:{pg_port}, redis on 127.0.0.1:{redis_port}, under {}",
+        dir.display()
+    );
+    Ok(Infra {
+        admin_url: local.database_url.clone(),
+        redis_url: local.redis_url.clone(),
+        _containers: None,
+        private: Some(Arc::new(Private {
+            local: Some(local),
+            dir,
+        })),
+    })
 }
 
 /// Where the suites get Postgres and Redis:
@@ -51,6 +123,7 @@ pub async fn infra() -> anyhow::Result<Infra> {
             admin_url: db,
             redis_url: redis,
             _containers: None,
+            private: None,
         });
     }
     if std::env::var("OXIGRAM_TEST_INFRA").as_deref() == Ok("local") {
@@ -68,6 +141,7 @@ pub async fn infra() -> anyhow::Result<Infra> {
             admin_url: local.database_url.clone(),
             redis_url: local.redis_url.clone(),
             _containers: None,
+            private: None,
         });
     }
     let pair = containers::start().await?;
@@ -75,6 +149,7 @@ pub async fn infra() -> anyhow::Result<Infra> {
         admin_url: pair.postgres_url.clone(),
         redis_url: pair.redis_url.clone(),
         _containers: Some(pair),
+        private: None,
     })
 }
 
@@ -147,13 +222,17 @@ pub struct System {
     pub dir: PathBuf,
     running: HashMap<Target, Running>,
     /// Dropped last: the services stop before their Postgres and Redis go.
-    _infra: Infra,
+    infra: Infra,
 }
 
 impl System {
     /// A configuration on free ports, a fresh database and a fresh key prefix.
     pub async fn config() -> anyhow::Result<(Config, Ground)> {
-        let infra = infra().await?;
+        Self::config_on(infra().await?).await
+    }
+
+    /// The same, on the given Postgres and Redis.
+    pub async fn config_on(infra: Infra) -> anyhow::Result<(Config, Ground)> {
         let dir = std::env::temp_dir().join(unique_name("oxigram-test"));
         std::fs::create_dir_all(&dir)?;
         let mut config = Config {
@@ -194,13 +273,20 @@ impl System {
         Self::start_with(config, ground, mode).await
     }
 
+    /// Starts every service on a Postgres and Redis of this test alone ([`private_infra`]),
+    /// which it may restart.
+    pub async fn start_private(mode: Mode) -> anyhow::Result<Self> {
+        let (config, ground) = Self::config_on(private_infra().await?).await?;
+        Self::start_with(config, ground, mode).await
+    }
+
     pub async fn start_with(config: Config, ground: Ground, mode: Mode) -> anyhow::Result<Self> {
         let mut system = Self {
             config: Arc::new(config),
             mode,
             dir: ground.dir,
             running: HashMap::new(),
-            _infra: ground.infra,
+            infra: ground.infra,
         };
         for target in Target::ALL {
             system.start_service(target)?;
@@ -306,6 +392,34 @@ impl System {
             None => {}
         }
         Ok(())
+    }
+
+    /// The servers this system stands on when they are its own ([`System::start_private`]).
+    fn private(&self) -> anyhow::Result<Arc<Private>> {
+        self.infra
+            .private
+            .clone()
+            .context("only a system on private servers (System::start_private) may restart them")
+    }
+
+    /// Kills Redis (SIGKILL) and starts it again, empty, on the same port; returns once it
+    /// accepts connections.
+    pub async fn restart_redis(&self) -> anyhow::Result<()> {
+        let private = self.private()?;
+        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            Ok(private.servers()?.restart_redis()?)
+        })
+        .await?
+    }
+
+    /// Restarts Postgres with `pg_ctl restart -m immediate` (every connection drops
+    /// mid-statement; the data stays); returns once it accepts connections.
+    pub async fn restart_postgres(&self) -> anyhow::Result<()> {
+        let private = self.private()?;
+        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            Ok(private.servers()?.restart_postgres_immediate()?)
+        })
+        .await?
     }
 
     /// A connection to the test's database (to look at what the services wrote).

@@ -186,6 +186,22 @@ impl LocalInfra {
         redis.and(postgres)
     }
 
+    /// Kills Redis with SIGKILL and starts it again on the same port, empty (it keeps
+    /// nothing on disk): what clients see when Redis crashes and comes back. Returns once it
+    /// answers `PING`. For tests of recovery; the caller must own these servers.
+    pub fn restart_redis(&self) -> Result<(), InfraError> {
+        let _lock = lock_data_dir(&self.data_dir)?;
+        self.redis.restart_hard()
+    }
+
+    /// Restarts PostgreSQL with `pg_ctl restart -m immediate`: every connection drops
+    /// mid-statement, and the server comes back after crash recovery with its data. Returns
+    /// once it accepts connections. For tests of recovery; the caller must own these servers.
+    pub fn restart_postgres_immediate(&self) -> Result<(), InfraError> {
+        let _lock = lock_data_dir(&self.data_dir)?;
+        self.postgres.restart_immediate()
+    }
+
     /// True when this call started the servers (vs. found them running): at
     /// least one of PostgreSQL and Redis was started by
     /// [`ensure_running`](Self::ensure_running).

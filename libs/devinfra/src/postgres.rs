@@ -133,6 +133,33 @@ impl Postgres {
         Ok(())
     }
 
+    /// `pg_ctl restart -m immediate`: every server process quits at once without a checkpoint
+    /// (a crash, as clients see it: their connections drop mid-statement), and the server
+    /// starts again with the options it had, after crash recovery. Returns once it accepts
+    /// connections.
+    pub(crate) fn restart_immediate(&self) -> Result<(), InfraError> {
+        eprintln!(
+            "oxigram: restarting PostgreSQL on 127.0.0.1:{} (immediate)",
+            self.port
+        );
+        let mut cmd = self.server_command("pg_ctl");
+        cmd.arg("-D")
+            .arg(&self.cluster_dir)
+            .arg("-l")
+            .arg(&self.log)
+            .args(["-m", "immediate", "-w", "-t"])
+            .arg(READY_TIMEOUT.as_secs().to_string())
+            .arg("restart");
+        run(
+            &mut cmd,
+            &format!(
+                "PostgreSQL did not restart; see {} and start it by hand",
+                self.log.display()
+            ),
+        )?;
+        self.wait_ready()
+    }
+
     /// The postmaster of our cluster, if it is alive: its pid and port (from
     /// postmaster.pid). A postmaster.pid that would stop postgres from
     /// starting (zombie or reused pid) is removed.

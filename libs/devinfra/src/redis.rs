@@ -102,6 +102,39 @@ impl Redis {
         Ok(())
     }
 
+    /// Kills our Redis with SIGKILL (a crash: nothing is saved, its data is gone), waits until
+    /// it has exited, and starts it again, empty, on the same port. Returns once it answers
+    /// `PING`.
+    pub(crate) fn restart_hard(&self) -> Result<(), InfraError> {
+        if let Some(pid) = self.running()? {
+            eprintln!("oxigram: killing Redis on 127.0.0.1:{}", self.port);
+            let mut kill = Command::new("kill");
+            kill.args(["-KILL", &pid.to_string()]);
+            if let Err(e) = run(&mut kill, "")
+                && process_alive(pid, Some(COMM))
+            {
+                return Err(e);
+            }
+            let gone = poll_until(READY_TIMEOUT, || {
+                (!process_alive(pid, Some(COMM)) && !port_open(self.port)).then_some(())
+            });
+            if gone.is_none() {
+                return Err(InfraError::CommandFailed {
+                    command: format!("kill -KILL {pid}"),
+                    status: format!(
+                        "Redis still running or its port still open after {}s",
+                        READY_TIMEOUT.as_secs()
+                    ),
+                    output: log_tail(&self.log, 20),
+                    hint: format!("look for what holds 127.0.0.1:{}", self.port),
+                });
+            }
+            // A killed daemon leaves its pid file behind.
+            remove_if_exists(&self.pid_file)?;
+        }
+        self.start()
+    }
+
     /// The pid of our Redis, if it is alive. A stale pid file is removed.
     fn running(&self) -> Result<Option<u32>, InfraError> {
         match read_pid_file(&self.pid_file) {

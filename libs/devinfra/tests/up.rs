@@ -368,3 +368,52 @@ fn recovers_after_servers_were_killed() -> TestResult {
     cleanup.infras.push(again);
     Ok(())
 }
+
+/// Sends one inline Redis command, returns the reply line.
+fn redis_command(port: u16, command: &str) -> io::Result<String> {
+    let mut stream = TcpStream::connect_timeout(&addr(port), Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.write_all(format!("{command}\r\n").as_bytes())?;
+    let mut buf = [0u8; 64];
+    let n = stream.read(&mut buf)?;
+    Ok(String::from_utf8_lossy(&buf[..n]).trim_end().to_owned())
+}
+
+#[test]
+fn restarts_come_back_on_the_same_ports() -> TestResult {
+    let dir = unique_dir("restart");
+    let (pg_port, redis_port) = free_ports()?;
+    let opts = options(&dir, pg_port, redis_port);
+    let mut cleanup = Cleanup {
+        infras: Vec::new(),
+        dir: dir.clone(),
+    };
+    let infra = LocalInfra::ensure_running(&opts)?;
+    assert!(infra.started_here());
+
+    // Redis comes back on its port, empty: a crash keeps nothing.
+    let set = redis_command(redis_port, "SET restart-probe 1")?;
+    if set != "+OK" {
+        return Err(fail(format!("Redis answered {set:?} to SET")));
+    }
+    let old_redis = pid_from(&dir.join("redis").join("redis.pid"))?;
+    infra.restart_redis()?;
+    let new_redis = pid_from(&dir.join("redis").join("redis.pid"))?;
+    assert_ne!(old_redis, new_redis, "Redis was not restarted");
+    let probe = redis_command(redis_port, "EXISTS restart-probe")?;
+    if probe != ":0" {
+        return Err(fail(format!(
+            "a restarted Redis still has the key: {probe:?}"
+        )));
+    }
+
+    // PostgreSQL comes back on its port as another postmaster.
+    let postmaster = dir.join("postgres").join("postmaster.pid");
+    let old_pg = pid_from(&postmaster)?;
+    infra.restart_postgres_immediate()?;
+    let new_pg = pid_from(&postmaster)?;
+    assert_ne!(old_pg, new_pg, "PostgreSQL was not restarted");
+    assert_up(&infra, pg_port, redis_port)?;
+    cleanup.infras.push(infra);
+    Ok(())
+}

@@ -54,7 +54,9 @@ pub enum ErrorCode {
     InputTextInvalid,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
-    /// A dependency did not answer in time; the request may be retried.
+    /// A dependency did not answer in time, or went away during the call (its process died,
+    /// the database restarted): the request may not have taken effect, and may be retried
+    /// (a send with the same random_id is stored at most once).
     Unavailable,
     Internal,
 }
@@ -155,11 +157,34 @@ impl From<Error> for Status {
     }
 }
 
+/// SQLSTATEs of a transaction that lost a race and can simply run again: serialization_failure
+/// and deadlock_detected.
+const RETRYABLE_SQLSTATES: [&str; 2] = ["40001", "40P01"];
+
 impl From<sqlx::Error> for Error {
+    /// Errors of a connection or server that went away are `SERVICE_UNAVAILABLE`: the caller
+    /// cannot know whether its change was made, and a retry (idempotent by its key) finds out.
+    /// They are also recorded, so that the pools test the connections that were idle at that
+    /// moment before handing them out (`oxigram_storage::health`).
     fn from(err: sqlx::Error) -> Self {
-        match err {
+        if oxigram_storage::health::note(&err) {
+            tracing::warn!(error = %err, "lost the database connection");
+            return Self::new(ErrorCode::Unavailable, "the database connection was lost");
+        }
+        match &err {
             sqlx::Error::PoolTimedOut => Self::new(ErrorCode::Unavailable, "database busy"),
-            other => Self::internal(other),
+            sqlx::Error::PoolClosed => {
+                Self::new(ErrorCode::Unavailable, "the service is shutting down")
+            }
+            sqlx::Error::Database(db)
+                if db
+                    .code()
+                    .is_some_and(|code| RETRYABLE_SQLSTATES.contains(&code.as_ref())) =>
+            {
+                tracing::warn!(error = %err, "transaction conflict");
+                Self::new(ErrorCode::Unavailable, "transaction conflict")
+            }
+            _ => Self::internal(err),
         }
     }
 }
@@ -173,14 +198,42 @@ pub fn code_of(status: &Status) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// What tonic's client says when the exchange itself failed, for statuses that reach us
+/// without the error they were made from.
+const TRANSPORT_FAILURES: [&str; 6] = [
+    "transport error",
+    "h2 protocol error",
+    "connection reset",
+    "broken pipe",
+    "connection closed",
+    "Unexpected EOF decoding stream",
+];
+
+/// Whether a status without our code was made by the client from a failed exchange (the
+/// callee's process died mid-call, its connection was reset) rather than answered by the
+/// callee: tonic builds those from the transport's error, which it keeps as the status'
+/// source; a status that came over the wire has none.
+fn is_transport_failure(status: &Status) -> bool {
+    std::error::Error::source(status).is_some()
+        || TRANSPORT_FAILURES
+            .iter()
+            .any(|phrase| status.message().contains(phrase))
+}
+
 /// Keeps a status from another service when it carries a stable code (it is meant for the
-/// client); anything else becomes `SERVICE_UNAVAILABLE` or `INTERNAL`.
+/// client). Anything else becomes `SERVICE_UNAVAILABLE` when the call may not have reached the
+/// callee or its outcome is unknown (no answer in time, the connection failed or the callee's
+/// process died mid-call: the client retries, idempotently), and `INTERNAL` otherwise.
 pub fn forward(status: Status) -> Status {
     if code_of(&status).is_some() {
         return status;
     }
     match status.code() {
         Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+            Error::new(ErrorCode::Unavailable, status.message().to_owned()).into()
+        }
+        Code::Unknown | Code::Internal if is_transport_failure(&status) => {
+            tracing::warn!(code = ?status.code(), message = status.message(), "a call to another service failed in transport");
             Error::new(ErrorCode::Unavailable, status.message().to_owned()).into()
         }
         _ => Error::internal(format!("{}: {}", status.code(), status.message())).into(),
@@ -257,6 +310,41 @@ mod tests {
             Some("INPUT_TEXT_INVALID")
         );
         assert!(refused.is_some_and(|s| s.message().contains("first_name")));
+    }
+
+    #[test]
+    fn lost_connections_are_retryable() {
+        let lost: Status = Error::from(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset by peer",
+        )))
+        .into();
+        assert_eq!(lost.code(), Code::Unavailable);
+        assert_eq!(code_of(&lost).as_deref(), Some("SERVICE_UNAVAILABLE"));
+        let closed: Status = Error::from(sqlx::Error::PoolClosed).into();
+        assert_eq!(code_of(&closed).as_deref(), Some("SERVICE_UNAVAILABLE"));
+        let bug: Status = Error::from(sqlx::Error::RowNotFound).into();
+        assert_eq!(code_of(&bug).as_deref(), Some("INTERNAL"));
+    }
+
+    #[test]
+    fn transport_failures_are_retryable() {
+        // As tonic's client makes them when the callee's process dies mid-call.
+        let reset = Status::from_error(Box::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset by peer",
+        )));
+        assert!(matches!(reset.code(), Code::Unknown | Code::Unavailable));
+        let forwarded = forward(reset);
+        assert_eq!(forwarded.code(), Code::Unavailable);
+        assert_eq!(code_of(&forwarded).as_deref(), Some("SERVICE_UNAVAILABLE"));
+        let h2 = forward(Status::internal(
+            "h2 protocol error: error reading a body from connection",
+        ));
+        assert_eq!(code_of(&h2).as_deref(), Some("SERVICE_UNAVAILABLE"));
+        // An answer of the callee without our code is a bug there, not a reason to retry.
+        let answered = forward(Status::internal("failed to decode Protobuf message"));
+        assert_eq!(code_of(&answered).as_deref(), Some("INTERNAL"));
     }
 
     #[test]

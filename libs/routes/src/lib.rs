@@ -5,12 +5,26 @@
 //! refreshing it. Each user has one hash, `{prefix}routes:{user_id}`, mapping an auth key id to
 //! `{epoch}|{push endpoint}`. The epoch grows with every (re)connection of the device, so a
 //! gateway that lost the device never removes the route a newer connection wrote.
+//!
+//! Redis may lose the table (a restart keeps nothing, FLUSHALL empties it). Two keys make the
+//! loss visible at once instead of at the next refresh:
+//! - each gateway instance writes its marker `{prefix}gateway:{push endpoint}` with every full
+//!   registration of its streams ([`Routes::register_all`]), and checks a few times a second
+//!   that it is still there ([`Routes::marker_present`]); a missing marker means its routes
+//!   went with it, and it registers them all again in one round trip;
+//! - every full registration also writes `{prefix}routes:live`. While it is missing, no gateway
+//!   has rebuilt its part of the table since it was lost, so a user without routes is not known
+//!   to be offline: [`Lookup::complete`] is false and dispatch keeps the job for its retry.
+//!
 //! When Redis is down, lookups fail and pushes wait for the relay's retry; sending goes on.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, time::Duration};
 
 use redis::aio::ConnectionManager;
-use tokio::sync::Mutex;
+
+/// Most routes [`Routes::register_all`] sends in one round trip: a gateway's streams in one
+/// pipeline, unless there are so many that one reply could outlast the call's timeout.
+pub const ROUTES_PER_ROUND_TRIP: usize = 5_000;
 
 /// One online device of a user.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,33 +35,44 @@ pub struct Route {
 }
 
 /// A Redis connection made on first use and re-made after failures, with short timeouts:
-/// Redis is never worth blocking a request for.
+/// Redis is never worth blocking a request for. No lock guards it: callers share one
+/// multiplexed connection, and a caller that finds it broken starts its replacement without
+/// making the others wait behind a connect.
 #[derive(Clone)]
 pub struct RedisHandle {
-    client: redis::Client,
-    conn: Arc<Mutex<Option<ConnectionManager>>>,
+    conn: ConnectionManager,
 }
 
 impl RedisHandle {
+    /// Connects on first use. Must be called inside a Tokio runtime.
     pub fn new(url: &str) -> redis::RedisResult<Self> {
-        Ok(Self {
-            client: redis::Client::open(url)?,
-            conn: Arc::new(Mutex::new(None)),
-        })
-    }
-
-    pub async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
-        let mut slot = self.conn.lock().await;
-        if let Some(conn) = slot.as_ref() {
-            return Ok(conn.clone());
-        }
         let config = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(1)))
             .set_response_timeout(Some(Duration::from_secs(1)))
             .set_number_of_retries(1);
-        let conn = ConnectionManager::new_with_config(self.client.clone(), config).await?;
-        *slot = Some(conn.clone());
-        Ok(conn)
+        let conn = ConnectionManager::new_lazy_with_config(redis::Client::open(url)?, config)?;
+        Ok(Self { conn })
+    }
+
+    pub fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// Runs `pipe`, and once more when the connection it found had dropped (Redis restarted
+    /// since the last call): the first call after a restart fails on the old socket and only
+    /// then starts the new one, and the table's readers and writers are idempotent. A refused
+    /// connection (Redis still down) or a timeout is not retried.
+    pub async fn query<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> redis::RedisResult<T> {
+        let mut conn = self.connection();
+        match pipe.query_async(&mut conn).await {
+            Err(err) if err.is_connection_dropped() && !err.is_connection_refusal() => {
+                pipe.query_async(&mut conn).await
+            }
+            answer => answer,
+        }
     }
 }
 
@@ -57,6 +82,15 @@ pub struct Routes {
     redis: RedisHandle,
     prefix: String,
     ttl: Duration,
+}
+
+/// The routes of a lookup's users, and whether their absence means anything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lookup {
+    pub routes: HashMap<i64, Vec<Route>>,
+    /// False while the table is lost and not yet rebuilt (see the crate's doc): a user
+    /// without routes may then have an online device whose route is still to come.
+    pub complete: bool,
 }
 
 const UNREGISTER: &str = r"
@@ -79,28 +113,76 @@ impl Routes {
         format!("{}routes:{user_id}", self.prefix)
     }
 
-    async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
-        self.redis.connection().await
+    fn marker_key(&self, push_endpoint: &str) -> String {
+        format!("{}gateway:{push_endpoint}", self.prefix)
+    }
+
+    fn live_key(&self) -> String {
+        format!("{}routes:live", self.prefix)
+    }
+
+    fn ttl_secs(&self) -> u64 {
+        self.ttl.as_secs().max(1)
     }
 
     /// Registers (or refreshes) a device's route and extends the user's entry's lifetime.
     pub async fn register(&self, user_id: i64, route: &Route) -> redis::RedisResult<()> {
-        let mut conn = self.connection().await?;
         let key = self.key(user_id);
         let value = format!("{}|{}", route.epoch, route.push_endpoint);
-        redis::pipe()
-            .atomic()
+        let mut pipe = redis::pipe();
+        pipe.atomic()
             .hset(&key, route.auth_key_id, value)
             .ignore()
-            .expire(&key, self.ttl.as_secs() as i64)
-            .ignore()
-            .query_async::<()>(&mut conn)
-            .await
+            .expire(&key, self.ttl_secs() as i64)
+            .ignore();
+        self.redis.query(&pipe).await
+    }
+
+    /// Registers every open stream of the gateway instance at `push_endpoint`, pipelined (one
+    /// round trip for up to [`ROUTES_PER_ROUND_TRIP`] routes), then its marker and the table's
+    /// `live` key: last, so a registration cut short leaves the marker missing and the next
+    /// check registers again.
+    pub async fn register_all(
+        &self,
+        push_endpoint: &str,
+        routes: &[(i64, Route)],
+    ) -> redis::RedisResult<()> {
+        let ttl = self.ttl_secs();
+        let mut chunks = routes.chunks(ROUTES_PER_ROUND_TRIP).peekable();
+        loop {
+            let chunk = chunks.next().unwrap_or_default();
+            let mut pipe = redis::pipe();
+            for (user_id, route) in chunk {
+                let key = self.key(*user_id);
+                let value = format!("{}|{}", route.epoch, route.push_endpoint);
+                pipe.hset(&key, route.auth_key_id, value)
+                    .ignore()
+                    .expire(&key, ttl as i64)
+                    .ignore();
+            }
+            if chunks.peek().is_none() {
+                pipe.set_ex(self.marker_key(push_endpoint), 1, ttl)
+                    .ignore()
+                    .set_ex(self.live_key(), 1, ttl)
+                    .ignore();
+                return self.redis.query(&pipe).await;
+            }
+            self.redis.query::<()>(&pipe).await?;
+        }
+    }
+
+    /// Whether the marker of the instance at `push_endpoint` is still there: false after
+    /// Redis lost its keys (restart, FLUSHALL) or the marker expired.
+    pub async fn marker_present(&self, push_endpoint: &str) -> redis::RedisResult<bool> {
+        let mut pipe = redis::pipe();
+        pipe.exists(self.marker_key(push_endpoint));
+        let (present,): (bool,) = self.redis.query(&pipe).await?;
+        Ok(present)
     }
 
     /// Removes a device's route, unless a newer connection replaced it meanwhile.
     pub async fn unregister(&self, user_id: i64, route: &Route) -> redis::RedisResult<()> {
-        let mut conn = self.connection().await?;
+        let mut conn = self.redis.connection();
         let value = format!("{}|{}", route.epoch, route.push_endpoint);
         redis::Script::new(UNREGISTER)
             .key(self.key(user_id))
@@ -111,11 +193,9 @@ impl Routes {
         Ok(())
     }
 
-    /// The online devices of several users, in one pipelined round trip.
-    pub async fn lookup_many(
-        &self,
-        user_ids: &[i64],
-    ) -> redis::RedisResult<HashMap<i64, Vec<Route>>> {
+    /// The online devices of several users, and whether the table is whole, in one pipelined
+    /// round trip.
+    pub async fn lookup_many(&self, user_ids: &[i64]) -> redis::RedisResult<Lookup> {
         let mut users = user_ids.to_vec();
         users.sort_unstable();
         users.dedup();
@@ -123,12 +203,23 @@ impl Routes {
         for user in &users {
             pipe.hgetall(self.key(*user));
         }
-        let mut conn = self.connection().await?;
-        let answers: Vec<HashMap<i64, String>> = pipe.query_async(&mut conn).await?;
-        Ok(users
+        pipe.exists(self.live_key());
+        let mut values: Vec<redis::Value> = self.redis.query(&pipe).await?;
+        let live = match values.pop() {
+            Some(value) => redis::from_redis_value::<bool>(value)?,
+            None => false,
+        };
+        let answers = values
             .into_iter()
-            .zip(answers.into_iter().map(parse))
-            .collect())
+            .map(redis::from_redis_value::<HashMap<i64, String>>)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Lookup {
+            routes: users
+                .into_iter()
+                .zip(answers.into_iter().map(parse))
+                .collect(),
+            complete: live,
+        })
     }
 }
 
