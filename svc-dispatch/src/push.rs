@@ -88,9 +88,9 @@ impl Destination for ToGateways {
         // FLUSHALL) and the gateways have not registered their streams again yet: keep the
         // batch for the relay's retry, which finds the routes back within a check or two.
         if !lookup.complete && unrouted > 0 {
-            return Err(format!(
+            return Err(Refused::transient(format!(
                 "{unrouted} jobs without routes while the route table is being rebuilt"
-            ));
+            )));
         }
         let pushes = by_instance.into_iter().map(|(instance, jobs)| async move {
             let mut client = self.client(instance).map_err(Refused::transient)?;
