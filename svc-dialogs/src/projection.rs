@@ -7,7 +7,7 @@
 //! Events that arrive ahead of a gap (an earlier hand-off still on its way) are held back: the
 //! call reports it, and the outbox delivers them again, after the missing ones.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_kit::to_updates::TO_UPDATES;
 use oxigram_outbox::{NewRow, Outbox};
@@ -77,7 +77,8 @@ pub async fn apply(
     let mut phases: Vec<Phase> = Vec::new();
     let mut other: Vec<UserEvent> = Vec::new();
     let (mut moved_owners, mut moved_to) = (Vec::new(), Vec::new());
-    for ((owner, events), from) in by_owner.into_iter().zip(positions) {
+    for (owner, events) in by_owner {
+        let from = positions.get(&owner).copied().unwrap_or(0);
         let mut at = from;
         let mut phase = 0;
         let total = events.len();
@@ -163,7 +164,7 @@ pub async fn apply(
 async fn lock_positions(
     tx: &mut PgConnection,
     by_owner: &BTreeMap<i64, Vec<UserEvent>>,
-) -> Result<Vec<i32>, sqlx::Error> {
+) -> Result<HashMap<i64, i32>, sqlx::Error> {
     let owners: Vec<i64> = by_owner.keys().copied().collect();
     let created: Vec<i64> = sqlx::query_scalar(
         "INSERT INTO log_positions (owner_id, pts) SELECT unnest($1::bigint[]), 0 ORDER BY 1
@@ -205,11 +206,12 @@ async fn lock_positions(
     Ok(locked
         .into_iter()
         .map(|(owner, pts)| {
-            if adopted.contains(&owner) {
+            let from = if adopted.contains(&owner) {
                 first_start(&owner)
             } else {
                 pts
-            }
+            };
+            (owner, from)
         })
         .collect())
 }
