@@ -1,6 +1,6 @@
-//! The per-user send limit (seed 000: 30 a minute, then FLOOD_WAIT_X). The window's counter
+//! The per-user send limit (30 a minute by default, then FLOOD_WAIT_X). The window's counter
 //! lives in Redis so every gateway instance shares it; when Redis fails, each instance falls
-//! back to its own counter for the same window (seed 004's degradation): sending goes on,
+//! back to its own counter for the same window (degraded, not refused): sending goes on,
 //! limited per instance instead of globally.
 
 use std::{

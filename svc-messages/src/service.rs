@@ -24,7 +24,7 @@ pub const MAX_HISTORY_LIMIT: i32 = 100;
 /// difference slice, whose messages the gateway fetches in one call. Clients are held to a
 /// smaller page at the gateway.
 pub const MAX_IDS: usize = 1000;
-/// How far add_offset may move a history window (seed 000).
+/// How far add_offset may move a history window.
 pub const MAX_ADD_OFFSET: i32 = 100;
 /// Most blocked users one page returns.
 pub const MAX_BLOCKED_LIMIT: i32 = 100;

@@ -1,4 +1,4 @@
-//! A test device: one auth key talking to the gateway, with the client-side rules of seed 002
+//! A test device: one auth key talking to the gateway, with the client-side rules of the log
 //! (apply only contiguous pts; fill gaps with getDifference).
 
 use anyhow::Context;

@@ -1,4 +1,4 @@
-//! Seed 002's acknowledgements and cursors through the gateway: the reconnect lab, resends
+//! The acknowledgements and cursors through the gateway: the reconnect lab, resends
 //! after a lost response, gap-free pts under concurrency, and an offline device converging.
 
 use std::{collections::BTreeMap, time::Duration};

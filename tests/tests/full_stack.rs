@@ -35,7 +35,7 @@ const SERVICES: [(&str, u16); 6] = [
 ];
 
 /// What one device applied, by the client rules: contiguous pts only, gaps filled by
-/// getDifference when they persist (seed 000: after 1 s).
+/// getDifference when they persist (after 1 s, as Telegram's clients do).
 #[derive(Default)]
 struct Applied {
     pts: i32,

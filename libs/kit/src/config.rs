@@ -102,7 +102,7 @@ pub struct GatewayConfig {
     pub advertise_push: Option<String>,
     /// How long a device route lives in Redis without a refresh.
     pub route_ttl_secs: u64,
-    /// Messages one user may send per minute before FLOOD_WAIT_X (seed 000: 30).
+    /// Messages one user may send per minute before FLOOD_WAIT_X (Telegram's is 30).
     pub sends_per_minute: u32,
 }
 
