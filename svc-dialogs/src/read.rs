@@ -3,20 +3,23 @@
 //! message, and what stays unread is counted. svc-updates then logs it under her row lock,
 //! taking into account what was logged after that position, so the read agrees with every
 //! message before it in her log and a device applying the log ends with the unread count
-//! `GetDialogs` gives. The read comes back here through the log, like every other update.
+//! `GetDialogs` gives. The read comes back here through the log, like every other update, and
+//! applying it makes the sender's side of it (her messages read, for her log). The call
+//! answers once both are done, so every device of either user that asks afterwards finds them.
 
 use std::time::Duration;
 
 use oxigram_errors::{Error, forward};
-use oxigram_kit::to_updates::ToUpdates;
+use oxigram_kit::to_updates::{TO_UPDATES, ToUpdates};
+use oxigram_outbox::Outbox;
 use oxigram_proto::internal::v1::AppendReadRequest;
 use sqlx::PgPool;
 use tokio::time::Instant;
 use tonic::Status;
 use uuid::Uuid;
 
-/// Longest a read waits for its own update to be applied here before answering, so that the
-/// reader's next GetDialogs shows it; far beyond the few milliseconds a hand-off takes.
+/// Longest a read waits for its own update to be applied here, and the sender's side of it to
+/// be handed on, before answering; far beyond the few milliseconds a hand-off takes.
 const APPLY_WAIT_CAP: Duration = Duration::from_secs(2);
 /// First and longest pause between two looks at the reader's position.
 const FIRST_POLL: Duration = Duration::from_millis(2);
@@ -68,6 +71,7 @@ async fn view(pool: &PgPool, owner: i64, peer: i64, max_id: i64) -> Result<View,
 /// Reads `owner`'s dialog with `peer` up to `max_id` (0: everything).
 pub async fn read_history(
     pool: &PgPool,
+    outbox: &Outbox,
     to_updates: &ToUpdates,
     owner: i64,
     peer: i64,
@@ -93,17 +97,50 @@ pub async fn read_history(
     if !answer.appended {
         return Ok(Read::Unchanged);
     }
-    // Should the wait run out, the log has the read and this projection follows it.
-    applied_up_to(pool, owner, answer.pts)
+    // Should a wait run out, the log has the read and the rest follows it.
+    let deadline = Instant::now() + APPLY_WAIT_CAP;
+    if applied_up_to(pool, owner, answer.pts, deadline)
         .await
-        .map_err(Error::from)?;
+        .map_err(Error::from)?
+    {
+        // Its application wrote the sender's side to the outbox, with or before the newest row.
+        if let Some(newest) = outbox
+            .newest_pending(TO_UPDATES)
+            .await
+            .map_err(Error::from)?
+        {
+            handed_on(outbox, newest, deadline)
+                .await
+                .map_err(Error::from)?;
+        }
+    }
     Ok(Read::Logged { pts: answer.pts })
 }
 
-/// Waits until `owner`'s log is applied here up to `pts`, for [`APPLY_WAIT_CAP`] at most
-/// (primary key of log_positions). `false` when the cap ran out first.
-async fn applied_up_to(pool: &PgPool, owner: i64, pts: i32) -> Result<bool, sqlx::Error> {
-    let deadline = Instant::now() + APPLY_WAIT_CAP;
+/// Waits until the outbox rows for svc-updates up to `id` are delivered, until `deadline` at
+/// the latest.
+async fn handed_on(outbox: &Outbox, id: i64, deadline: Instant) -> Result<bool, sqlx::Error> {
+    let mut pause = FIRST_POLL;
+    loop {
+        if outbox.delivered_through(TO_UPDATES, id).await? {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
+        pause = (pause * 2).min(MAX_POLL);
+    }
+}
+
+/// Waits until `owner`'s log is applied here up to `pts`, until `deadline` at the latest
+/// (primary key of log_positions). `false` when the deadline came first.
+async fn applied_up_to(
+    pool: &PgPool,
+    owner: i64,
+    pts: i32,
+    deadline: Instant,
+) -> Result<bool, sqlx::Error> {
     let mut pause = FIRST_POLL;
     loop {
         let position: Option<i32> =

@@ -119,6 +119,7 @@ impl Dialogs for DialogsService {
         }
         let read = read::read_history(
             &self.pool,
+            &self.outbox,
             &self.to_updates,
             r.owner_id,
             r.peer_user_id,

@@ -188,6 +188,27 @@ impl Outbox {
         }
     }
 
+    /// The newest row for `destination` still waiting for delivery, if any (index outbox_due).
+    pub async fn newest_pending(&self, destination: &str) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar("SELECT max(id) FROM outbox WHERE destination = $1 AND status = 0")
+            .bind(destination)
+            .fetch_one(&self.pool)
+            .await
+    }
+
+    /// Whether every row for `destination` up to `id` has been delivered (index outbox_due;
+    /// rows past `id` are later ones).
+    pub async fn delivered_through(&self, destination: &str, id: i64) -> Result<bool, sqlx::Error> {
+        let pending: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM outbox WHERE destination = $1 AND status = 0 AND id <= $2)",
+        )
+        .bind(destination)
+        .bind(id)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(!pending)
+    }
+
     /// The relay for `destination`; run it with [`Relay::run`].
     pub fn relay<D: Destination>(&self, destination: D) -> Relay<D> {
         Relay::new(
