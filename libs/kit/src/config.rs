@@ -297,4 +297,73 @@ mod tests {
         });
         Ok(())
     }
+
+    /// The checked-in reference file, `oxigram.example.toml`.
+    const EXAMPLE: &str = include_str!("../../../oxigram.example.toml");
+
+    /// Every setting's dotted name, from the defaults' serialized form.
+    fn keys(prefix: &str, value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let name = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    keys(&name, v, out);
+                }
+            }
+            _ => out.push(prefix.to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_example_file_is_the_defaults() -> anyhow::Result<()> {
+        let loaded: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::string(EXAMPLE))
+            .extract()?;
+        assert_eq!(
+            serde_json::to_value(&loaded)?,
+            serde_json::to_value(Config::default())?,
+            "oxigram.example.toml must show the built-in defaults"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn the_example_file_names_every_setting() -> anyhow::Result<()> {
+        let mut all = Vec::new();
+        keys("", &serde_json::to_value(Config::default())?, &mut all);
+        // A setting is named by its table header and a line `key = …` (commented out when it
+        // has no default) below it, before the next header.
+        let mut named = Vec::new();
+        let mut table = String::new();
+        for line in EXAMPLE.lines() {
+            let line = line.trim_start_matches('#').trim();
+            if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                table = header.to_owned();
+            } else if let Some((key, _)) = line.split_once(" = ")
+                && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            {
+                named.push(if table.is_empty() {
+                    key.to_owned()
+                } else {
+                    format!("{table}.{key}")
+                });
+            }
+        }
+        let missing: Vec<&String> = all
+            .iter()
+            .filter(|k| {
+                // A service's own database_url is shown once, for all of them.
+                !named.contains(k) && !k.ends_with(".database_url")
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "settings missing from oxigram.example.toml: {missing:?}"
+        );
+        Ok(())
+    }
 }
