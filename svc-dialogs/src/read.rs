@@ -99,56 +99,44 @@ pub async fn read_history(
     }
     // Should a wait run out, the log has the read and the rest follows it.
     let deadline = Instant::now() + APPLY_WAIT_CAP;
-    if applied_up_to(pool, owner, answer.pts, deadline)
-        .await
-        .map_err(Error::from)?
-    {
-        // Its application wrote the sender's side to the outbox, with or before the newest row.
-        if let Some(newest) = outbox
-            .newest_pending(TO_UPDATES)
-            .await
-            .map_err(Error::from)?
-        {
-            handed_on(outbox, newest, deadline)
-                .await
-                .map_err(Error::from)?;
-        }
-    }
-    Ok(Read::Logged { pts: answer.pts })
-}
-
-/// Waits until the outbox rows for svc-updates up to `id` are delivered, until `deadline` at
-/// the latest.
-async fn handed_on(outbox: &Outbox, id: i64, deadline: Instant) -> Result<bool, sqlx::Error> {
-    let mut pause = FIRST_POLL;
-    loop {
-        if outbox.delivered_through(TO_UPDATES, id).await? {
-            return Ok(true);
-        }
-        if Instant::now() >= deadline {
-            return Ok(false);
-        }
-        tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
-        pause = (pause * 2).min(MAX_POLL);
-    }
-}
-
-/// Waits until `owner`'s log is applied here up to `pts`, until `deadline` at the latest
-/// (primary key of log_positions). `false` when the deadline came first.
-async fn applied_up_to(
-    pool: &PgPool,
-    owner: i64,
-    pts: i32,
-    deadline: Instant,
-) -> Result<bool, sqlx::Error> {
-    let mut pause = FIRST_POLL;
-    loop {
+    let applied = until(deadline, || async {
+        // Primary key of log_positions.
         let position: Option<i32> =
             sqlx::query_scalar("SELECT pts FROM log_positions WHERE owner_id = $1")
                 .bind(owner)
                 .fetch_optional(pool)
                 .await?;
-        if position.unwrap_or(0) >= pts {
+        Ok(position.unwrap_or(0) >= answer.pts)
+    })
+    .await
+    .map_err(Error::from)?;
+    // Its application wrote the sender's side to the outbox, with or before the newest row.
+    let newest = if applied {
+        outbox
+            .newest_pending(TO_UPDATES)
+            .await
+            .map_err(Error::from)?
+    } else {
+        None
+    };
+    if let Some(newest) = newest {
+        until(deadline, || outbox.delivered_through(TO_UPDATES, newest))
+            .await
+            .map_err(Error::from)?;
+    }
+    Ok(Read::Logged { pts: answer.pts })
+}
+
+/// Looks at `done` until it holds, pausing a little longer each time, until `deadline` at the
+/// latest; `false` when the deadline came first.
+async fn until<F, Fut>(deadline: Instant, mut done: F) -> Result<bool, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<bool, sqlx::Error>>,
+{
+    let mut pause = FIRST_POLL;
+    loop {
+        if done().await? {
             return Ok(true);
         }
         if Instant::now() >= deadline {

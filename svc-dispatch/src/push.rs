@@ -7,13 +7,12 @@ use std::{
 };
 
 use oxigram_kit::GrpcChannel;
-use oxigram_outbox::{Destination, OutboxMessage, Refused};
+use oxigram_outbox::{Destination, OutboxMessage, Refused, decode_payloads};
 use oxigram_proto::{
     internal::v1::{PushRequest, gateway_push_client::GatewayPushClient},
     types::v1::PushJob,
 };
 use oxigram_routes::Routes;
-use prost::Message as _;
 
 pub struct ToGateways {
     routes: Routes,
@@ -50,12 +49,7 @@ impl Destination for ToGateways {
     const NAME: &'static str = crate::TO_GATEWAYS;
 
     async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
-        let jobs = batch
-            .iter()
-            .map(|m| {
-                PushJob::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let jobs: Vec<PushJob> = decode_payloads(batch)?;
         // Every user of the batch, resolved in one Redis round trip.
         let users: Vec<i64> = jobs.iter().map(|j| j.user_id).collect();
         let lookup = self

@@ -5,8 +5,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use oxigram_kit::{GrpcChannel, to_updates::decode_events};
-use oxigram_outbox::{Destination, FastPath, NewRow, Outbox, OutboxMessage, Refused};
+use oxigram_kit::GrpcChannel;
+use oxigram_outbox::{
+    Destination, FastPath, NewRow, Outbox, OutboxMessage, Refused, decode_payloads,
+};
 use oxigram_proto::{
     internal::v1::{
         ApplyEventsRequest, EnqueueRequest, dialogs_client::DialogsClient,
@@ -14,7 +16,6 @@ use oxigram_proto::{
     },
     types::v1::PushJob,
 };
-use prost::Message as _;
 
 /// Outbox destination of push jobs.
 pub const TO_DISPATCH: &str = "dispatch";
@@ -80,12 +81,7 @@ impl Destination for ToDispatch {
     const NAME: &'static str = TO_DISPATCH;
 
     async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
-        let jobs = batch
-            .iter()
-            .map(|m| {
-                PushJob::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let jobs: Vec<PushJob> = decode_payloads(batch)?;
         self.client
             .clone()
             .enqueue(EnqueueRequest { jobs })
@@ -115,7 +111,7 @@ impl Destination for ToDialogs {
         self.client
             .clone()
             .apply_events(ApplyEventsRequest {
-                events: decode_events(batch)?,
+                events: decode_payloads(batch)?,
             })
             .await
             .map_err(oxigram_kit::refused)?;

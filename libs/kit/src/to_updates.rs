@@ -2,7 +2,7 @@
 //! Used as an outbox destination (the relay) and directly right after commit (the fast path);
 //! svc-updates deduplicates by event id, so the two may overlap.
 
-use oxigram_outbox::{Destination, Outbox, OutboxMessage, Refused};
+use oxigram_outbox::{Destination, Outbox, OutboxMessage, Refused, decode_payloads};
 use oxigram_proto::{
     internal::v1::{
         AppendReadRequest, AppendReadResponse, AppendRequest, Appended,
@@ -10,23 +10,11 @@ use oxigram_proto::{
     },
     types::v1::UserEvent,
 };
-use prost::Message as _;
 
 use crate::GrpcChannel;
 
 /// The outbox destination name of svc-updates.
 pub const TO_UPDATES: &str = "updates";
-
-/// Decodes a batch of outbox events that are `UserEvent`s; an unreadable one can never be
-/// delivered.
-pub fn decode_events(batch: &[OutboxMessage]) -> Result<Vec<UserEvent>, Refused> {
-    batch
-        .iter()
-        .map(|m| {
-            UserEvent::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string()))
-        })
-        .collect()
-}
 
 #[derive(Clone)]
 pub struct ToUpdates {
@@ -103,7 +91,7 @@ impl Destination for ToUpdates {
     const NAME: &'static str = TO_UPDATES;
 
     async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
-        self.append(decode_events(batch)?)
+        self.append(decode_payloads(batch)?)
             .await
             .map_err(crate::refused)?;
         Ok(())

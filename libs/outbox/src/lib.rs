@@ -32,7 +32,7 @@ use uuid::Uuid;
 pub use batch::next_batch;
 use batch::next_batch_lingering;
 pub use fast_path::FastPath;
-pub use relay::{Destination, OutboxMessage, Refused, Relay, RelayConfig};
+pub use relay::{Destination, OutboxMessage, Refused, Relay, RelayConfig, decode_payloads};
 
 /// Most events one delivery carries, the relay's and the fast path's alike: every receiver
 /// takes this many in one call (svc-updates, svc-dialogs and svc-dispatch assert it; a

@@ -45,6 +45,17 @@ pub struct OutboxMessage {
     pub traceparent: Option<String>,
 }
 
+/// The payloads of a batch, each a protobuf message of type `M`; one that cannot be read can
+/// never be delivered.
+pub fn decode_payloads<M: prost::Message + Default>(
+    batch: &[OutboxMessage],
+) -> Result<Vec<M>, Refused> {
+    batch
+        .iter()
+        .map(|m| M::decode(m.payload.as_slice()).map_err(|e| Refused::permanent(e.to_string())))
+        .collect()
+}
+
 /// Why a delivery did not go through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
