@@ -393,13 +393,19 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
         .await?
         .message
         .context("message")?;
-    // Sending never marks anything read for the sender.
-    assert_eq!(
-        dialog_with(&alice, bob_id)
-            .await?
-            .map(|d| d.read_outbox_max_id),
-        Some(0)
-    );
+    // Sending never marks anything read for the sender. Her dialog is a projection of her log,
+    // so it is awaited until it holds her last message.
+    let alice_dialog = eventually(
+        Duration::from_secs(15),
+        "Alice's dialog with her last message",
+        || async {
+            Ok(dialog_with(&alice, bob_id)
+                .await?
+                .filter(|d| d.top_message_id == first.id))
+        },
+    )
+    .await?;
+    assert_eq!(alice_dialog.read_outbox_max_id, 0);
     expect_code(
         alice
             .messages()
