@@ -48,24 +48,29 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
     let bob = user(&system, "15554002", "Bob").await?;
     let bob_id = bob.user_id()?;
 
-    expect_code(
-        alice.send(bob_id, 1, &"x".repeat(4097)).await,
-        "MESSAGE_TOO_LONG",
-    );
-    expect_code(alice.send(bob_id, 2, "   ").await, "MESSAGE_EMPTY");
-    expect_code(alice.send(987_654_321, 3, "hi").await, "PEER_ID_INVALID");
-    expect_code(alice.send(bob_id, 0, "hi").await, "RANDOM_ID_INVALID");
-    let reply = alice
-        .messages()
-        .send_message(SendMessageRequest {
-            peer_user_id: bob_id,
-            random_id: 4,
-            text: "re".into(),
-            reply_to_msg_id: 77,
-            ..Default::default()
-        })
-        .await;
-    expect_code(reply, "REPLY_MESSAGE_ID_INVALID");
+    let send = |random_id: i64, text: &str, reply_to_msg_id: i64| SendMessageRequest {
+        peer_user_id: bob_id,
+        random_id,
+        text: text.into(),
+        reply_to_msg_id,
+        ..Default::default()
+    };
+    let refused_sends = [
+        (send(1, &"x".repeat(4097), 0), "MESSAGE_TOO_LONG"),
+        (send(2, "   ", 0), "MESSAGE_EMPTY"),
+        (
+            SendMessageRequest {
+                peer_user_id: 987_654_321,
+                ..send(3, "hi", 0)
+            },
+            "PEER_ID_INVALID",
+        ),
+        (send(0, "hi", 0), "RANDOM_ID_INVALID"),
+        (send(4, "re", 77), "REPLY_MESSAGE_ID_INVALID"),
+    ];
+    for (request, expected) in refused_sends {
+        expect_code(alice.messages().send_message(request).await, expected);
+    }
     // None of that wrote anything.
     assert!(bob.difference(0).await?.updates.is_empty());
     assert!(alice.difference(0).await?.updates.is_empty());
@@ -134,43 +139,38 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
         })
         .await;
     expect_code(sign_in, "PHONE_NUMBER_UNOCCUPIED");
-    let wrong = fresh
+    let taken_hash = fresh
         .auth()
-        .sign_up(SignUpRequest {
-            phone: "15554009".into(),
-            phone_code_hash: hash.clone(),
-            code: "00000".into(),
-            first_name: "New".into(),
-        })
-        .await;
-    expect_code(wrong, "PHONE_CODE_INVALID");
-    let no_name = fresh
-        .auth()
-        .sign_up(SignUpRequest {
-            phone: "15554009".into(),
-            phone_code_hash: hash.clone(),
-            code: "12345".into(),
-            first_name: " ".into(),
-        })
-        .await;
-    expect_code(no_name, "FIRSTNAME_INVALID");
-    let taken = fresh
-        .auth()
-        .sign_up(SignUpRequest {
+        .send_code(SendCodeRequest {
             phone: "15554001".into(),
-            phone_code_hash: fresh
-                .auth()
-                .send_code(SendCodeRequest {
-                    phone: "15554001".into(),
-                })
-                .await?
-                .into_inner()
-                .phone_code_hash,
-            code: "12345".into(),
-            first_name: "Again".into(),
         })
-        .await;
-    expect_code(taken, "PHONE_NUMBER_OCCUPIED");
+        .await?
+        .into_inner()
+        .phone_code_hash;
+    let sign_up =
+        |phone: &str, phone_code_hash: &str, code: &str, first_name: &str| SignUpRequest {
+            phone: phone.into(),
+            phone_code_hash: phone_code_hash.into(),
+            code: code.into(),
+            first_name: first_name.into(),
+        };
+    let refused_sign_ups = [
+        (
+            sign_up("15554009", &hash, "00000", "New"),
+            "PHONE_CODE_INVALID",
+        ),
+        (
+            sign_up("15554009", &hash, "12345", " "),
+            "FIRSTNAME_INVALID",
+        ),
+        (
+            sign_up("15554001", &taken_hash, "12345", "Again"),
+            "PHONE_NUMBER_OCCUPIED",
+        ),
+    ];
+    for (request, expected) in refused_sign_ups {
+        expect_code(fresh.auth().sign_up(request).await, expected);
+    }
     // An unbound key can only authenticate.
     expect_code(fresh.difference(0).await, "AUTH_KEY_UNREGISTERED");
     Ok(())

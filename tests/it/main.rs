@@ -1,0 +1,16 @@
+//! oxigram's cross-service suites, one module per topic, in one test binary so the whole
+//! system is linked once. Each test starts the services it needs (`oxigram_tests::System`) on
+//! its own database; nextest runs every test in its own process.
+
+mod acknowledgements;
+mod bad_input;
+mod faults;
+mod flow;
+mod full_stack;
+mod group_commit;
+mod media;
+mod outbox_recovery;
+mod private_chat;
+mod schemas;
+mod trace;
+mod update_log;
