@@ -260,12 +260,11 @@ impl Postgres {
             chown_to_postgres(&self.cluster_dir)?;
         }
         // Outbox tables churn: autovacuum looks for their dead rows every few seconds.
-        // A young cluster has no WAL segments to recycle, so it creates one every 16 MB of WAL
-        // (every 2-3 s under load), and by default fills it with zeros first while holding the
-        // WAL write lock: every commit of that moment waited 60-95 ms (oxictl bench with
-        // log_min_duration_statement, at each segment's switch). Without the zero fill the
-        // segment's blocks are allocated as WAL is written, and fdatasync still makes them
-        // durable.
+        // A young cluster has no WAL segments to recycle, so it creates one every 16 MB of WAL,
+        // and by default fills it with zeros first while holding the WAL write lock: every
+        // commit of that moment waits for the whole segment to be written. Without the zero
+        // fill the segment's blocks are allocated as WAL is written, and fdatasync still makes
+        // them durable.
         let options = format!(
             "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' \
              -c max_connections=300 -c fsync=on -c autovacuum_naptime=5s -c wal_init_zero=off",

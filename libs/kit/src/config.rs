@@ -143,8 +143,8 @@ pub struct UpdatesConfig {
     pub append_workers: usize,
     /// How long the hand-off of push jobs to svc-dispatch waits to gather more, in ms. It
     /// adds up to that to an idle system's push latency; under load, fewer and larger
-    /// dispatch transactions leave the CPU to sends, and pushes end up no slower (`oxictl
-    /// bench` at 974 sends/s: push p50 23 ms with and without it).
+    /// dispatch transactions leave the CPU to sends, and pushes end up no slower: a push
+    /// waits for a dispatch transaction either way.
     pub dispatch_linger_ms: u64,
     /// How long the hand-off of logged events to svc-dialogs waits to gather more, in ms
     /// (0: at once). svc-dialogs then runs fewer, larger transactions, and that CPU goes to

@@ -1,0 +1,154 @@
+{{/*
+Deployments: the one pod template (used by the six services in distributed mode and by the
+single binary) and its per-service entry point.
+*/}}
+
+{{/* One gRPC-health probe. Call with (dict "port" 7711 "settings" .Values.probes.readiness). */}}
+{{- define "oxigram.grpcProbe" -}}
+grpc:
+  port: {{ .port | int }}
+{{ toYaml .settings }}
+{{- end -}}
+
+{{/*
+A Deployment. Call with (dict "ctx" $ "component" C "values" V "target" T "port" P):
+C the component ("single-binary" or a service), V its values, T the `--target` argument,
+P the gRPC port its probes check.
+*/}}
+{{- define "oxigram.deployment" -}}
+{{- $ctx := .ctx -}}
+{{- $v := $ctx.Values -}}
+{{- $c := .values -}}
+{{- $component := .component -}}
+{{- $withMedia := or (eq $component "media") (eq $component "single-binary") -}}
+{{- $autoscaled := dig "autoscaling" "enabled" false $c -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "oxigram.resourceName" (dict "ctx" $ctx "component" $component) }}
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- include "oxigram.labels" (dict "ctx" $ctx "component" $component) | nindent 4 }}
+spec:
+  {{- if not $autoscaled }}
+  replicas: {{ $c.replicas | int }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  strategy:
+    {{- if and $withMedia (include "oxigram.mediaSingleWriter" $ctx) }}
+    # The blob volume can be mounted by one pod only: stop the old pod first.
+    type: Recreate
+    {{- else }}
+    type: RollingUpdate
+    rollingUpdate:
+      maxSurge: 1
+      maxUnavailable: 0
+    {{- end }}
+  selector:
+    matchLabels:
+      {{- include "oxigram.selectorLabels" (dict "ctx" $ctx "component" $component) | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "oxigram.labels" (dict "ctx" $ctx "component" $component) | nindent 8 }}
+        {{- with $v.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- $annotations := merge (dict) ($c.podAnnotations | default (dict)) ($v.podAnnotations | default (dict)) }}
+      {{- if include "oxigram.createSecret" $ctx }}
+      {{- $_ := set $annotations "checksum/secret" (include (print $ctx.Template.BasePath "/secret.yaml") $ctx | sha256sum) }}
+      {{- end }}
+      {{- with $annotations }}
+      annotations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    spec:
+      serviceAccountName: {{ include "oxigram.serviceAccountName" $ctx }}
+      automountServiceAccountToken: {{ $v.serviceAccount.automountServiceAccountToken }}
+      enableServiceLinks: false
+      {{- with $v.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $v.podSecurityContext | nindent 8 }}
+      terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds | int }}
+      containers:
+        - name: {{ ternary "oxigram" $component (eq $component "single-binary") }}
+          image: {{ include "oxigram.image" $ctx | quote }}
+          imagePullPolicy: {{ $v.image.pullPolicy }}
+          command:
+            - {{ $v.image.binary | quote }}
+          args:
+            - serve
+            - --target
+            - {{ .target | quote }}
+          ports:
+            - name: grpc
+              containerPort: {{ .port | int }}
+              protocol: TCP
+            {{- if $v.metrics.enabled }}
+            - name: http-metrics
+              containerPort: {{ $v.metrics.port | int }}
+              protocol: TCP
+            {{- end }}
+          env:
+            {{- include "oxigram.env" (dict "ctx" $ctx "component" $component "values" $c) | trim | nindent 12 }}
+          startupProbe:
+            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.startup) | nindent 12 }}
+          readinessProbe:
+            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.readiness) | nindent 12 }}
+          livenessProbe:
+            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.liveness) | nindent 12 }}
+          {{- with $c.resources }}
+          resources:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          securityContext:
+            {{- toYaml $v.containerSecurityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            {{- if $withMedia }}
+            - name: media-blobs
+              mountPath: {{ $v.media.blobDir }}
+            {{- end }}
+      volumes:
+        - name: tmp
+          emptyDir: {}
+        {{- if $withMedia }}
+        - name: media-blobs
+          {{- if $v.media.persistence.enabled }}
+          persistentVolumeClaim:
+            claimName: {{ include "oxigram.mediaClaimName" $ctx }}
+          {{- else if $v.media.emptyDirSizeLimit }}
+          emptyDir:
+            sizeLimit: {{ $v.media.emptyDirSizeLimit }}
+          {{- else }}
+          emptyDir: {}
+          {{- end }}
+        {{- end }}
+      {{- with $c.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $c.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $c.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
+
+{{/*
+A service's Deployment, rendered only in distributed mode.
+Call with (dict "ctx" $ "component" "messages").
+*/}}
+{{- define "oxigram.componentDeployment" -}}
+{{- if include "oxigram.distributed" .ctx -}}
+{{- $c := index .ctx.Values .component -}}
+{{- include "oxigram.deployment" (dict "ctx" .ctx "component" .component "values" $c "target" .component "port" $c.port) -}}
+{{- end -}}
+{{- end -}}
