@@ -190,59 +190,9 @@ async fn main() -> anyhow::Result<()> {
             text,
             random_id,
             reply_to,
-        } => {
-            let mut c = DeviceClient::open(&path).await?;
-            let peer = resolve(&c.client, &to).await?;
-            let random_id = random_id.unwrap_or_else(|| rand::random_range(1..i64::MAX));
-            let sent = c
-                .client
-                .send_message(SendMessageRequest {
-                    peer_user_id: peer,
-                    random_id,
-                    text,
-                    reply_to_msg_id: reply_to,
-                    ..Default::default()
-                })
-                .await?;
-            let m = sent.message.as_ref().context("no message in the answer")?;
-            println!("sent {} (random_id {random_id}, pts {})", show(m), sent.pts);
-            // Our own update is applied when it continues our state; otherwise the next
-            // difference brings it.
-            let state = State {
-                pts: c.device.pts,
-                date: 0,
-            };
-            if let Some(u) = sent_update(sent)
-                && state.verdict(u.pts, u.pts_count) == Verdict::Apply
-            {
-                c.device.pts = u.pts;
-                c.device.save(&path)?;
-            }
-        }
+        } => send(&path, &to, text, random_id, reply_to).await?,
         Command::Watch { count, timeout } => watch(&path, count, timeout).await?,
-        Command::Difference => {
-            let mut c = DeviceClient::open(&path).await?;
-            let mut seq = Sequencer::new(State {
-                pts: c.device.pts,
-                date: 0,
-            });
-            let mut applied = 0usize;
-            let outcome = c
-                .client
-                .catch_up(&mut seq, |u, _| {
-                    println!("{}", show_update(&u));
-                    applied += 1;
-                })
-                .await;
-            c.device.pts = seq.state().pts;
-            c.device.save(&path)?;
-            if let oxigram_client::CatchUp::TooLong { pts } = outcome? {
-                println!(
-                    "difference too long: reload dialogs and history; continuing from pts {pts}"
-                );
-            }
-            println!("applied {applied} updates, now at pts {}", c.device.pts);
-        }
+        Command::Difference => difference(&path).await?,
         Command::History {
             with,
             limit,
@@ -263,36 +213,100 @@ async fn main() -> anyhow::Result<()> {
                 println!("{}", show(m));
             }
         }
-        Command::Dialogs { limit } => {
-            let c = DeviceClient::open(&path).await?;
-            let page = c
-                .client
-                .get_dialogs(GetDialogsRequest {
-                    limit,
-                    ..Default::default()
-                })
-                .await?;
-            for d in &page.dialogs {
-                let name = page
-                    .users
-                    .iter()
-                    .find(|u| u.id == d.peer_user_id)
-                    .map_or("?".to_owned(), |u| u.first_name.clone());
-                let top = page
-                    .messages
-                    .iter()
-                    .find(|m| m.id == d.top_message_id)
-                    .map_or(String::new(), |m| m.text.clone());
-                println!(
-                    "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}",
-                    d.peer_user_id,
-                    d.top_message_id,
-                    d.unread_count,
-                    d.read_inbox_max_id,
-                    d.read_outbox_max_id
-                );
-            }
-        }
+        Command::Dialogs { limit } => dialogs(&path, limit).await?,
+    }
+    Ok(())
+}
+
+/// Sends a text; applies the device's own update when it continues the device's state.
+async fn send(
+    path: &std::path::Path,
+    to: &str,
+    text: String,
+    random_id: Option<i64>,
+    reply_to: i64,
+) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let peer = resolve(&c.client, to).await?;
+    let random_id = random_id.unwrap_or_else(|| rand::random_range(1..i64::MAX));
+    let sent = c
+        .client
+        .send_message(SendMessageRequest {
+            peer_user_id: peer,
+            random_id,
+            text,
+            reply_to_msg_id: reply_to,
+            ..Default::default()
+        })
+        .await?;
+    let m = sent.message.as_ref().context("no message in the answer")?;
+    println!("sent {} (random_id {random_id}, pts {})", show(m), sent.pts);
+    // Otherwise the next difference brings it.
+    let state = State {
+        pts: c.device.pts,
+        date: 0,
+    };
+    if let Some(u) = sent_update(sent)
+        && state.verdict(u.pts, u.pts_count) == Verdict::Apply
+    {
+        c.device.pts = u.pts;
+        c.device.save(path)?;
+    }
+    Ok(())
+}
+
+/// Fetches and applies everything after the device's pts.
+async fn difference(path: &std::path::Path) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let mut seq = Sequencer::new(State {
+        pts: c.device.pts,
+        date: 0,
+    });
+    let mut applied = 0usize;
+    let outcome = c
+        .client
+        .catch_up(&mut seq, |u, _| {
+            println!("{}", show_update(&u));
+            applied += 1;
+        })
+        .await;
+    c.device.pts = seq.state().pts;
+    c.device.save(path)?;
+    if let oxigram_client::CatchUp::TooLong { pts } = outcome? {
+        println!("difference too long: reload dialogs and history; continuing from pts {pts}");
+    }
+    println!("applied {applied} updates, now at pts {}", c.device.pts);
+    Ok(())
+}
+
+async fn dialogs(path: &std::path::Path, limit: i32) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let page = c
+        .client
+        .get_dialogs(GetDialogsRequest {
+            limit,
+            ..Default::default()
+        })
+        .await?;
+    for d in &page.dialogs {
+        let name = page
+            .users
+            .iter()
+            .find(|u| u.id == d.peer_user_id)
+            .map_or("?".to_owned(), |u| u.first_name.clone());
+        let top = page
+            .messages
+            .iter()
+            .find(|m| m.id == d.top_message_id)
+            .map_or(String::new(), |m| m.text.clone());
+        println!(
+            "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}",
+            d.peer_user_id,
+            d.top_message_id,
+            d.unread_count,
+            d.read_inbox_max_id,
+            d.read_outbox_max_id
+        );
     }
     Ok(())
 }

@@ -119,16 +119,16 @@ impl Sequencer {
         self.state
     }
 
-    /// Since when the oldest unfilled gap has been waiting; `None` without a gap.
+    /// Since when a gap (or a catch-up that failed) has been waiting for getDifference;
+    /// `None` when nothing is missing.
     pub fn gap_since(&self) -> Option<Instant> {
         self.gap_since
     }
 
-    /// The gap gets a new wait (after a catch-up that failed).
+    /// After a catch-up that failed: it is due again after another gap wait, gap or not (the
+    /// gateway may have said too much was missing).
     pub fn restart_gap_wait(&mut self) {
-        if self.gap_since.is_some() {
-            self.gap_since = Some(Instant::now());
-        }
+        self.gap_since = Some(Instant::now());
     }
 
     /// Updates waiting beyond a gap.
