@@ -3,6 +3,7 @@
 //! driven from one shell.
 
 mod bench;
+mod device;
 
 /// The bench client shares the machine with the system it measures: the allocator the services
 /// use keeps its own CPU down too.
@@ -13,13 +14,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use oxictl::device::{self, Device, DeviceClient};
+use device::{Device, DeviceClient};
+use oxigram_client::{
+    Client, Event, Sequencer, State, StreamOptions, UpdateStream, Verdict, sent_update,
+};
 use oxigram_proto::{
-    api::v1::{
-        CreateAuthKeyRequest, GetDialogsRequest, GetDifferenceRequest, GetHistoryRequest,
-        GetMeRequest, ResolvePhoneRequest, SendCodeRequest, SendMessageRequest, SignInRequest,
-        SignUpRequest, StreamRequest, auth_client::AuthClient, stream_event,
-    },
+    api::v1::{GetDialogsRequest, GetHistoryRequest, SendMessageRequest},
     types::v1::{Message, PtsUpdate, update},
 };
 
@@ -115,16 +115,13 @@ fn show(m: &Message) -> String {
     )
 }
 
-fn show_update(u: &PtsUpdate, messages: &[Message]) -> String {
+/// An update as one line; a new message from a difference is in its current state already.
+fn show_update(u: &PtsUpdate) -> String {
     let what = match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
-        Some(update::Kind::NewMessage(n)) => {
-            let id = n.message.as_ref().map_or(0, |m| m.id);
-            // Prefer the message's current state when the difference carried it.
-            match messages.iter().find(|m| m.id == id).or(n.message.as_ref()) {
-                Some(m) => format!("new message {}", show(m)),
-                None => "new message (deleted)".into(),
-            }
-        }
+        Some(update::Kind::NewMessage(n)) => match &n.message {
+            Some(m) => format!("new message {}", show(m)),
+            None => "new message (deleted)".into(),
+        },
         Some(update::Kind::ReadHistoryInbox(r)) => {
             format!("read inbox of peer {} up to #{}", r.peer_user_id, r.max_id)
         }
@@ -149,31 +146,21 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Bench(args) => bench::run(&cli.gateway, args).await?,
         Command::Keygen => {
-            let channel = device::connect(&cli.gateway).await?;
-            let key = AuthClient::new(channel)
-                .create_auth_key(CreateAuthKeyRequest {
-                    device_model: format!("oxictl/{}", cli.device),
-                })
-                .await?
-                .into_inner();
+            let channel = oxigram_client::connect(&cli.gateway).await?;
+            let client = Client::create(channel, &format!("oxictl/{}", cli.device)).await?;
+            let key = client.auth_key();
             let device = Device {
                 gateway: cli.gateway.clone(),
-                auth_key_id: key.auth_key_id,
-                secret: key.secret,
+                auth_key_id: key.id,
+                secret: key.secret.clone(),
                 pts: 0,
             };
             device.save(&path)?;
-            println!("auth key {} saved to {}", key.auth_key_id, path.display());
+            println!("auth key {} saved to {}", key.id, path.display());
         }
         Command::Login { phone, code, name } => {
             let c = DeviceClient::open(&path).await?;
-            let sent = c
-                .auth()
-                .send_code(SendCodeRequest {
-                    phone: phone.clone(),
-                })
-                .await?
-                .into_inner();
+            let login = c.client.request_code(&phone).await?;
             let code = match code {
                 Some(code) => code,
                 None => {
@@ -183,34 +170,8 @@ async fn main() -> anyhow::Result<()> {
                     line.trim().to_owned()
                 }
             };
-            let signed_in = c
-                .auth()
-                .sign_in(SignInRequest {
-                    phone: phone.clone(),
-                    phone_code_hash: sent.phone_code_hash.clone(),
-                    code: code.clone(),
-                })
-                .await;
-            let auth = match signed_in {
-                Ok(a) => a.into_inner(),
-                Err(s)
-                    if oxigram_errors::code_of(&s).as_deref()
-                        == Some("PHONE_NUMBER_UNOCCUPIED") =>
-                {
-                    // A new phone: the same code signs up.
-                    c.auth()
-                        .sign_up(SignUpRequest {
-                            phone,
-                            phone_code_hash: sent.phone_code_hash,
-                            code,
-                            first_name: if name.is_empty() { "User".into() } else { name },
-                        })
-                        .await?
-                        .into_inner()
-                }
-                Err(s) => return Err(s.into()),
-            };
-            let user = auth.user.context("no user in the answer")?;
+            let name = if name.is_empty() { "User" } else { &name };
+            let user = c.client.sign_in_or_up(&login, &code, name).await?;
             println!(
                 "signed in as user {} ({}, +{})",
                 user.id, user.first_name, user.phone
@@ -218,7 +179,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Me => {
             let c = DeviceClient::open(&path).await?;
-            let me = c.users().get_me(GetMeRequest {}).await?.into_inner();
+            let me = c.client.get_me().await?;
             println!(
                 "user {} ({}, +{}), device pts {}",
                 me.id, me.first_name, me.phone, c.device.pts
@@ -229,188 +190,183 @@ async fn main() -> anyhow::Result<()> {
             text,
             random_id,
             reply_to,
-        } => {
-            let mut c = DeviceClient::open(&path).await?;
-            let peer = resolve(&mut c, &to).await?;
-            let random_id = random_id.unwrap_or_else(|| rand::random_range(1..i64::MAX));
-            let sent = c
-                .messages()
-                .send_message(SendMessageRequest {
-                    peer_user_id: peer,
-                    random_id,
-                    text,
-                    reply_to_msg_id: reply_to,
-                    ..Default::default()
-                })
-                .await?
-                .into_inner();
-            let m = sent.message.context("no message in the answer")?;
-            println!(
-                "sent {} (random_id {random_id}, pts {})",
-                show(&m),
-                sent.pts
-            );
-            // Our own update is applied when it continues our state; otherwise the next
-            // difference brings it.
-            if sent.pts > 0 && sent.pts - sent.pts_count == c.device.pts {
-                c.device.pts = sent.pts;
-                c.device.save(&path)?;
-            }
-        }
-        Command::Watch { count, timeout } => {
-            let mut c = DeviceClient::open(&path).await?;
-            let deadline = timeout.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
-            let mut stream = c
-                .updates()
-                .stream(StreamRequest { pts: c.device.pts })
-                .await?
-                .into_inner();
-            println!("watching from pts {}", c.device.pts);
-            let mut applied = 0usize;
-            loop {
-                if count.is_some_and(|n| applied >= n) {
-                    break;
-                }
-                let next = match deadline {
-                    Some(d) => match tokio::time::timeout_at(d, stream.message()).await {
-                        Ok(n) => n?,
-                        Err(_) => break,
-                    },
-                    None => stream.message().await?,
-                };
-                let Some(event) = next else { break };
-                match event.kind {
-                    Some(stream_event::Kind::Update(u)) => {
-                        if u.pts <= c.device.pts {
-                            continue; // already applied
-                        }
-                        if u.pts - u.pts_count == c.device.pts {
-                            println!("{}", show_update(&u, &[]));
-                            c.device.pts = u.pts;
-                            applied += 1;
-                        } else {
-                            eprintln!(
-                                "gap: have pts {}, got {}; fetching the difference",
-                                c.device.pts, u.pts
-                            );
-                            applied += catch_up(&mut c).await?;
-                        }
-                        c.device.save(&path)?;
-                    }
-                    Some(stream_event::Kind::DifferenceNeeded(_)) => {
-                        applied += catch_up(&mut c).await?;
-                        c.device.save(&path)?;
-                    }
-                    None => {}
-                }
-            }
-            println!("stopped at pts {}", c.device.pts);
-        }
-        Command::Difference => {
-            let mut c = DeviceClient::open(&path).await?;
-            let n = catch_up(&mut c).await?;
-            c.device.save(&path)?;
-            println!("applied {n} updates, now at pts {}", c.device.pts);
-        }
+        } => send(&path, &to, text, random_id, reply_to).await?,
+        Command::Watch { count, timeout } => watch(&path, count, timeout).await?,
+        Command::Difference => difference(&path).await?,
         Command::History {
             with,
             limit,
             offset_id,
         } => {
-            let mut c = DeviceClient::open(&path).await?;
-            let peer = resolve(&mut c, &with).await?;
+            let c = DeviceClient::open(&path).await?;
+            let peer = resolve(&c.client, &with).await?;
             let page = c
-                .messages()
+                .client
                 .get_history(GetHistoryRequest {
                     peer_user_id: peer,
                     offset_id,
                     limit,
                     ..Default::default()
                 })
-                .await?
-                .into_inner();
+                .await?;
             for m in &page.messages {
                 println!("{}", show(m));
             }
         }
-        Command::Dialogs { limit } => {
-            let c = DeviceClient::open(&path).await?;
-            let page = c
-                .dialogs()
-                .get_dialogs(GetDialogsRequest {
-                    limit,
-                    ..Default::default()
-                })
-                .await?
-                .into_inner();
-            for d in &page.dialogs {
-                let name = page
-                    .users
-                    .iter()
-                    .find(|u| u.id == d.peer_user_id)
-                    .map_or("?".to_owned(), |u| u.first_name.clone());
-                let top = page
-                    .messages
-                    .iter()
-                    .find(|m| m.id == d.top_message_id)
-                    .map_or(String::new(), |m| m.text.clone());
-                println!(
-                    "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}",
-                    d.peer_user_id,
-                    d.top_message_id,
-                    d.unread_count,
-                    d.read_inbox_max_id,
-                    d.read_outbox_max_id
-                );
-            }
-        }
+        Command::Dialogs { limit } => dialogs(&path, limit).await?,
     }
     Ok(())
 }
 
-/// A user id from a phone number (`+…` or digits with a leading `p:`) or a plain id.
-async fn resolve(c: &mut DeviceClient, who: &str) -> anyhow::Result<i64> {
-    if let Some(phone) = who.strip_prefix('+') {
-        let user = c
-            .users()
-            .resolve_phone(ResolvePhoneRequest {
-                phone: phone.into(),
-            })
-            .await?
-            .into_inner();
-        return Ok(user.id);
+/// Sends a text; applies the device's own update when it continues the device's state.
+async fn send(
+    path: &std::path::Path,
+    to: &str,
+    text: String,
+    random_id: Option<i64>,
+    reply_to: i64,
+) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let peer = resolve(&c.client, to).await?;
+    let random_id = random_id.unwrap_or_else(|| rand::random_range(1..i64::MAX));
+    let sent = c
+        .client
+        .send_message(SendMessageRequest {
+            peer_user_id: peer,
+            random_id,
+            text,
+            reply_to_msg_id: reply_to,
+            ..Default::default()
+        })
+        .await?;
+    let m = sent.message.as_ref().context("no message in the answer")?;
+    println!("sent {} (random_id {random_id}, pts {})", show(m), sent.pts);
+    // Otherwise the next difference brings it.
+    let state = State {
+        pts: c.device.pts,
+        date: 0,
+    };
+    if let Some(u) = sent_update(sent)
+        && state.verdict(u.pts, u.pts_count) == Verdict::Apply
+    {
+        c.device.pts = u.pts;
+        c.device.save(path)?;
     }
-    who.parse().context("name a user by id or by +phone")
+    Ok(())
 }
 
-/// Applies the difference from the device's pts until nothing is left; returns how many updates.
-async fn catch_up(c: &mut DeviceClient) -> anyhow::Result<usize> {
-    let mut applied = 0;
-    loop {
-        let diff = c
-            .updates()
-            .get_difference(GetDifferenceRequest {
-                pts: c.device.pts,
-                limit: 100,
-            })
-            .await?
-            .into_inner();
-        let state = diff.state.context("no state in the difference")?;
-        if diff.too_long {
-            println!(
-                "difference too long: reload dialogs and history; continuing from pts {}",
-                state.pts
-            );
-            c.device.pts = state.pts;
-            return Ok(applied);
-        }
-        for u in &diff.updates {
-            println!("{}", show_update(u, &diff.new_messages));
+/// Fetches and applies everything after the device's pts.
+async fn difference(path: &std::path::Path) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let mut seq = Sequencer::new(State {
+        pts: c.device.pts,
+        date: 0,
+    });
+    let mut applied = 0usize;
+    let outcome = c
+        .client
+        .catch_up(&mut seq, |u, _| {
+            println!("{}", show_update(&u));
             applied += 1;
+        })
+        .await;
+    c.device.pts = seq.state().pts;
+    c.device.save(path)?;
+    if let oxigram_client::CatchUp::TooLong { pts } = outcome? {
+        println!("difference too long: reload dialogs and history; continuing from pts {pts}");
+    }
+    println!("applied {applied} updates, now at pts {}", c.device.pts);
+    Ok(())
+}
+
+async fn dialogs(path: &std::path::Path, limit: i32) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let page = c
+        .client
+        .get_dialogs(GetDialogsRequest {
+            limit,
+            ..Default::default()
+        })
+        .await?;
+    for d in &page.dialogs {
+        let name = page
+            .users
+            .iter()
+            .find(|u| u.id == d.peer_user_id)
+            .map_or("?".to_owned(), |u| u.first_name.clone());
+        let top = page
+            .messages
+            .iter()
+            .find(|m| m.id == d.top_message_id)
+            .map_or(String::new(), |m| m.text.clone());
+        println!(
+            "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}",
+            d.peer_user_id,
+            d.top_message_id,
+            d.unread_count,
+            d.read_inbox_max_id,
+            d.read_outbox_max_id
+        );
+    }
+    Ok(())
+}
+
+/// Streams updates from the device's pts, saving its pts after each; stops after `count`
+/// updates or `timeout` seconds, else runs until Ctrl-C.
+async fn watch(
+    path: &std::path::Path,
+    count: Option<usize>,
+    timeout: Option<u64>,
+) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let deadline = timeout.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
+    let state = State {
+        pts: c.device.pts,
+        date: 0,
+    };
+    let options = StreamOptions {
+        // A CLI has no reason to wait for a late push: the difference comes at once.
+        gap_wait: Duration::ZERO,
+        ..StreamOptions::default()
+    };
+    let mut updates = UpdateStream::open(c.client.clone(), state, options).await?;
+    println!("watching from pts {}", c.device.pts);
+    let mut applied = 0usize;
+    while count.is_none_or(|n| applied < n) {
+        let event = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, updates.next()).await {
+                Ok(event) => event,
+                Err(_) => break,
+            },
+            None => updates.next().await,
+        };
+        match event {
+            Event::Update(a) => {
+                println!("{}", show_update(&a.update));
+                applied += 1;
+            }
+            Event::Gap { local, received } => {
+                eprintln!("gap: have pts {local}, got {received}; fetching the difference");
+            }
+            Event::TooLong { pts } => println!(
+                "difference too long: reload dialogs and history; continuing from pts {pts}"
+            ),
+            Event::Resumed { pts } => eprintln!("stream reopened at pts {pts}"),
+            Event::Failed { during, error } => eprintln!("{during:?} failed: {error}"),
         }
-        c.device.pts = state.pts;
-        if !diff.is_slice {
-            return Ok(applied);
+        if updates.state().pts != c.device.pts {
+            c.device.pts = updates.state().pts;
+            c.device.save(path)?;
         }
     }
+    println!("stopped at pts {}", c.device.pts);
+    Ok(())
+}
+
+/// A user id from a phone number (`+…`) or a plain id.
+async fn resolve(c: &Client, who: &str) -> anyhow::Result<i64> {
+    if let Some(phone) = who.strip_prefix('+') {
+        return Ok(c.resolve_phone(phone).await?.id);
+    }
+    who.parse().context("name a user by id or by +phone")
 }

@@ -1,47 +1,41 @@
-//! A test device: one auth key talking to the gateway, with the client-side rules of the log
-//! (apply only contiguous pts; fill gaps with getDifference).
+//! A test device: an `oxigram_client::Client` with the conveniences the suites use (the fixed
+//! login code, answers as statuses, waiting for the next update).
 
 use anyhow::Context;
-use oxictl::device::Api;
+use oxigram_client::Client;
 use oxigram_proto::{
     api::v1::{
-        CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest, GetDifferenceRequest,
-        GetHistoryRequest, SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest,
-        SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient, stream_event,
+        DialogsSlice, Difference, GetDialogsRequest, GetHistoryRequest, SendMessageRequest,
+        SendMessageResponse, StreamEvent, stream_event,
     },
     types::v1::{Message, PtsUpdate, User, update},
 };
-use tonic::{Status, Streaming, transport::Endpoint};
+use tonic::{Status, Streaming};
 
 use crate::LOGIN_CODE;
 
 pub struct TestClient {
-    api: Api,
+    client: Client,
     pub auth_key_id: i64,
     pub user: Option<User>,
 }
 
 impl std::ops::Deref for TestClient {
-    type Target = Api;
+    type Target = Client;
 
-    fn deref(&self) -> &Api {
-        &self.api
+    fn deref(&self) -> &Client {
+        &self.client
     }
 }
 
 impl TestClient {
     /// A new device: creates its auth key.
     pub async fn new(gateway: &str) -> anyhow::Result<Self> {
-        let channel = Endpoint::from_shared(gateway.to_owned())?.connect().await?;
-        let key = AuthClient::new(channel.clone())
-            .create_auth_key(CreateAuthKeyRequest {
-                device_model: "test".into(),
-            })
-            .await?
-            .into_inner();
+        let channel = oxigram_client::connect(gateway).await?;
+        let client = Client::create(channel, "test").await?;
         Ok(Self {
-            api: Api::new(channel, key.auth_key_id, &key.secret)?,
-            auth_key_id: key.auth_key_id,
+            auth_key_id: client.auth_key().id,
+            client,
             user: None,
         })
     }
@@ -52,51 +46,16 @@ impl TestClient {
 
     /// Signs this device up as a new user.
     pub async fn sign_up(&mut self, phone: &str, name: &str) -> anyhow::Result<User> {
-        let hash = self
-            .auth()
-            .send_code(SendCodeRequest {
-                phone: phone.into(),
-            })
-            .await?
-            .into_inner()
-            .phone_code_hash;
-        let user = self
-            .auth()
-            .sign_up(SignUpRequest {
-                phone: phone.into(),
-                phone_code_hash: hash,
-                code: LOGIN_CODE.into(),
-                first_name: name.into(),
-            })
-            .await?
-            .into_inner()
-            .user
-            .context("no user")?;
+        let login = self.client.request_code(phone).await?;
+        let user = self.client.sign_up(&login, LOGIN_CODE, name).await?;
         self.user = Some(user.clone());
         Ok(user)
     }
 
     /// Signs this device in to an existing user.
     pub async fn sign_in(&mut self, phone: &str) -> anyhow::Result<User> {
-        let hash = self
-            .auth()
-            .send_code(SendCodeRequest {
-                phone: phone.into(),
-            })
-            .await?
-            .into_inner()
-            .phone_code_hash;
-        let user = self
-            .auth()
-            .sign_in(SignInRequest {
-                phone: phone.into(),
-                phone_code_hash: hash,
-                code: LOGIN_CODE.into(),
-            })
-            .await?
-            .into_inner()
-            .user
-            .context("no user")?;
+        let login = self.client.request_code(phone).await?;
+        let user = self.client.sign_in(&login, LOGIN_CODE).await?;
         self.user = Some(user.clone());
         Ok(user)
     }
@@ -108,71 +67,52 @@ impl TestClient {
         text: &str,
     ) -> Result<SendMessageResponse, Status> {
         Ok(self
-            .messages()
+            .client
             .send_message(SendMessageRequest {
                 peer_user_id: peer,
                 random_id,
                 text: text.into(),
                 ..Default::default()
             })
-            .await?
-            .into_inner())
+            .await?)
     }
 
     pub async fn difference(&self, pts: i32) -> Result<Difference, Status> {
         Ok(self
-            .updates()
-            .get_difference(GetDifferenceRequest { pts, limit: 100 })
-            .await?
-            .into_inner())
+            .client
+            .get_difference(pts, oxigram_client::DIFFERENCE_LIMIT)
+            .await?)
     }
 
     pub async fn stream(&self, pts: i32) -> Result<Streaming<StreamEvent>, Status> {
-        Ok(self
-            .updates()
-            .stream(StreamRequest { pts })
-            .await?
-            .into_inner())
+        Ok(self.client.open_stream(pts).await?)
     }
 
     pub async fn dialogs_page(&self) -> Result<DialogsSlice, Status> {
         Ok(self
-            .dialogs()
+            .client
             .get_dialogs(GetDialogsRequest {
                 limit: 100,
                 ..Default::default()
             })
-            .await?
-            .into_inner())
+            .await?)
     }
 
     pub async fn history(&self, peer: i64) -> Result<Vec<Message>, Status> {
         Ok(self
-            .messages()
+            .client
             .get_history(GetHistoryRequest {
                 peer_user_id: peer,
                 limit: 100,
                 ..Default::default()
             })
             .await?
-            .into_inner()
             .messages)
     }
 
     /// Every update after `pts`, following slices; returns the slices and the final pts.
-    pub async fn full_difference(&self, mut pts: i32) -> anyhow::Result<(Vec<Difference>, i32)> {
-        let mut slices = Vec::new();
-        loop {
-            let d = self.difference(pts).await?;
-            let state = d.state.as_ref().context("no state")?.pts;
-            let more = d.is_slice;
-            anyhow::ensure!(!d.too_long, "difference too long");
-            slices.push(d);
-            pts = state;
-            if !more {
-                return Ok((slices, pts));
-            }
-        }
+    pub async fn full_difference(&self, pts: i32) -> anyhow::Result<(Vec<Difference>, i32)> {
+        Ok(self.client.full_difference(pts).await?)
     }
 }
 

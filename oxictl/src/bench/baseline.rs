@@ -6,6 +6,8 @@ pub(super) struct BaselineOutcome {
     pub(super) committed: u64,
     pub(super) failed: u64,
     pub(super) tx_per_s: f64,
+    /// Sends/s of the send phase over `tx_per_s`.
+    pub(super) ratio: Option<f64>,
 }
 
 const BASELINE_SCHEMA: &[&str] = &[
@@ -34,7 +36,34 @@ const BASELINE_SCHEMA: &[&str] = &[
     "INSERT INTO bench_baseline.counters (owner) SELECT generate_series(1, $1::bigint)",
 ];
 
-pub(super) async fn baseline(args: &BenchArgs, run: &str) -> anyhow::Result<BaselineOutcome> {
+/// Runs the baseline for as long as the send phase measured, at the same concurrency, and
+/// compares: `ratio` is sends/s over baseline transactions/s.
+pub(super) async fn baseline_phase(
+    args: &BenchArgs,
+    run: &str,
+    sends_per_s: f64,
+    out: &Out,
+) -> anyhow::Result<BaselineOutcome> {
+    let mut base =
+        tokio::time::timeout(Duration::from_secs(args.duration + 60), baseline(args, run))
+            .await
+            .map_err(|_| anyhow!("baseline timed out"))??;
+    if base.tx_per_s > 0.0 {
+        base.ratio = Some(round3(sends_per_s / base.tx_per_s));
+    }
+    out.line(format!(
+        "baseline: {} naive transactions in {}s at concurrency {} → {:.1} tx/s ({} failed); ratio sends/baseline {}",
+        base.committed,
+        args.duration,
+        args.senders,
+        base.tx_per_s,
+        base.failed,
+        base.ratio.map_or("n/a".into(), |r| format!("{r:.3}")),
+    ));
+    Ok(base)
+}
+
+async fn baseline(args: &BenchArgs, run: &str) -> anyhow::Result<BaselineOutcome> {
     let pool = PgPoolOptions::new()
         .max_connections(args.senders as u32)
         .acquire_timeout(RPC_DEADLINE)
@@ -95,6 +124,7 @@ pub(super) async fn baseline(args: &BenchArgs, run: &str) -> anyhow::Result<Base
         committed,
         failed: failed.load(Ordering::Relaxed),
         tx_per_s: committed as f64 / seconds,
+        ratio: None,
     })
 }
 

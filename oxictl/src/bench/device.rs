@@ -1,113 +1,52 @@
-//! Bench devices: sign-up, and the online device that applies only contiguous pts and
-//! fills persistent gaps with getDifference.
+//! Bench devices: sign-up, and the online device, whose ordering, gap filling and reconnection
+//! are `oxigram_client::UpdateStream`'s; the bench only records what arrived, when and how.
+
+use oxigram_client::{
+    Client, During, Event, SentUpdates, Source, State, StreamOptions, UpdateStream,
+};
 
 use super::*;
 
-pub(super) type Signed = InterceptedService<Channel, SignWithKey>;
-
-#[derive(Clone)]
-pub(super) struct Dev {
-    pub(super) channel: Signed,
+/// A new device with its own auth key, on a shared connection.
+pub(super) async fn new_device(channel: Channel, model: &str) -> anyhow::Result<Client> {
+    let client = RPC
+        .bound(Client::create(channel, model))
+        .await
+        .and_then(|created| created)
+        .map_err(|e| anyhow!("CreateAuthKey: {}", e.code()))?;
+    Ok(client.with_deadline(RPC_DEADLINE))
 }
 
-impl Dev {
-    pub(super) fn messages(&self) -> MessagesClient<Signed> {
-        MessagesClient::new(self.channel.clone())
-    }
-    pub(super) fn updates(&self) -> UpdatesClient<Signed> {
-        UpdatesClient::new(self.channel.clone())
-    }
-    pub(super) fn auth(&self) -> AuthClient<Signed> {
-        AuthClient::new(self.channel.clone())
-    }
-
-    /// A new device: creates its auth key on `channel`.
-    pub(super) async fn create(channel: Channel, model: &str) -> anyhow::Result<Self> {
-        let key = unary(AuthClient::new(channel.clone()).create_auth_key(req(
-            CreateAuthKeyRequest {
-                device_model: model.into(),
-            },
-        )))
+/// Signs up (a new phone) or in; returns the user id.
+pub(super) async fn login(device: &Client, phone: &str, sign_up: bool) -> anyhow::Result<i64> {
+    let code = device
+        .request_code(phone)
         .await
-        .map_err(|c| anyhow!("CreateAuthKey: {c}"))?;
-        Ok(Self {
-            channel: InterceptedService::new(
-                channel,
-                SignWithKey::new(key.auth_key_id, &key.secret)?,
-            ),
-        })
-    }
-
-    /// Signs up (a new phone) or in; returns the user id.
-    pub(super) async fn login(&self, phone: &str, sign_up: bool) -> anyhow::Result<i64> {
-        let hash = unary(self.auth().send_code(req(SendCodeRequest {
-            phone: phone.into(),
-        })))
-        .await
-        .map_err(|c| anyhow!("SendCode: {c}"))?
-        .phone_code_hash;
-        let auth = if sign_up {
-            unary(self.auth().sign_up(req(SignUpRequest {
-                phone: phone.into(),
-                phone_code_hash: hash,
-                code: LOGIN_CODE.into(),
-                first_name: "Bench".into(),
-            })))
+        .map_err(|e| anyhow!("SendCode: {}", e.code()))?;
+    let user = if sign_up {
+        device
+            .sign_up(&code, LOGIN_CODE, "Bench")
             .await
-            .map_err(|c| anyhow!("SignUp: {c} (is the gateway started with OXIGRAM_GATEWAY__FIXED_LOGIN_CODE={LOGIN_CODE}?)"))?
-        } else {
-            unary(self.auth().sign_in(req(SignInRequest {
-                phone: phone.into(),
-                phone_code_hash: hash,
-                code: LOGIN_CODE.into(),
-            })))
+            .map_err(|e| anyhow!("SignUp: {} (is the gateway started with OXIGRAM_GATEWAY__FIXED_LOGIN_CODE={LOGIN_CODE}?)", e.code()))?
+    } else {
+        device
+            .sign_in(&code, LOGIN_CODE)
             .await
-            .map_err(|c| anyhow!("SignIn: {c}"))?
-        };
-        Ok(auth.user.context("no user in the authorization")?.id)
-    }
+            .map_err(|e| anyhow!("SignIn: {}", e.code()))?
+    };
+    Ok(user.id)
+}
 
-    pub(super) async fn difference(&self, pts: i32) -> Result<Difference, String> {
-        unary(self.updates().get_difference(req(GetDifferenceRequest {
-            pts,
-            limit: DIFF_LIMIT,
-        })))
-        .await
-    }
-
-    pub(super) async fn open_stream(&self, pts: i32) -> Result<Streaming<StreamEvent>, String> {
-        // No grpc-timeout on a stream: only the opening is bounded.
-        match tokio::time::timeout(RPC_DEADLINE, self.updates().stream(StreamRequest { pts })).await
-        {
-            Ok(Ok(r)) => Ok(r.into_inner()),
-            Ok(Err(s)) => Err(error_code(&s)),
-            Err(_) => Err("TIMEOUT".into()),
-        }
-    }
-
-    /// Every update after `pts`, following slices (bounded).
-    pub(super) async fn full_difference(&self, mut pts: i32) -> Result<Vec<PtsUpdate>, String> {
-        let mut all = Vec::new();
-        for _ in 0..100_000 {
-            let d = self.difference(pts).await?;
-            let state = d.state.ok_or("NO_STATE")?;
-            if d.too_long {
-                return Err("DIFFERENCE_TOO_LONG".into());
-            }
-            all.extend(d.updates);
-            pts = state.pts;
-            if !d.is_slice {
-                return Ok(all);
-            }
-        }
-        Err("TOO_MANY_SLICES".into())
-    }
+/// Every update after `pts`, following slices.
+pub(super) async fn full_difference(device: &Client, pts: i32) -> Result<Vec<PtsUpdate>, String> {
+    let (slices, _) = device.full_difference(pts).await.map_err(|e| e.code())?;
+    Ok(slices.into_iter().flat_map(|d| d.updates).collect())
 }
 
 pub(super) struct BenchUser {
     pub(super) id: i64,
-    pub(super) online: Dev,
-    pub(super) offline: Option<Dev>,
+    pub(super) online: Client,
+    pub(super) offline: Option<Client>,
 }
 
 /// A bench text: `bench <run> #<seq> @<µs since the bench's start of the send>`.
@@ -130,10 +69,6 @@ pub(super) fn new_message_of(u: &PtsUpdate) -> Option<&Message> {
         _ => None,
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// The online device: applies only contiguous pts, fills persistent gaps with getDifference
-// ---------------------------------------------------------------------------------------------
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Via {
@@ -179,118 +114,58 @@ pub(super) struct DeviceReport {
     pub(super) errors: Errors,
 }
 
-pub(super) struct DeviceState {
-    pub(super) dev: Dev,
-    pub(super) shared: Arc<Shared>,
-    /// Pending updates above a gap, by pts.
-    pub(super) pending: BTreeMap<i32, (PtsUpdate, Via)>,
-    pub(super) gap_since: Option<Instant>,
-    pub(super) r: DeviceReport,
-}
-
-impl DeviceState {
-    pub(super) fn offer(&mut self, u: PtsUpdate, via: Via) {
-        if u.pts <= self.r.pts {
-            return; // already applied
-        }
-        if u.pts - u.pts_count == self.r.pts {
-            self.apply(&u, via);
-            self.drain_pending();
-        } else {
-            self.pending.insert(u.pts, (u, via));
-            if self.gap_since.is_none() {
-                self.gap_since = Some(Instant::now());
-            }
-        }
-    }
-
-    pub(super) fn drain_pending(&mut self) {
-        let mut progressed = false;
-        while let Some(entry) = self.pending.first_entry() {
-            let (u, _) = entry.get();
-            if u.pts <= self.r.pts {
-                entry.remove();
-            } else if u.pts - u.pts_count == self.r.pts {
-                let (u, via) = entry.remove();
-                self.apply(&u, via);
-                progressed = true;
-            } else {
-                break;
-            }
-        }
-        if self.pending.is_empty() {
-            self.gap_since = None;
-        } else if progressed || self.gap_since.is_none() {
-            // A new gap: it gets its own wait.
-            self.gap_since = Some(Instant::now());
-        }
-    }
-
-    pub(super) fn apply(&mut self, u: &PtsUpdate, via: Via) {
-        self.r.pts = u.pts;
+impl DeviceReport {
+    /// Records one applied update: a bench message's latency on first arrival, or a duplicate
+    /// when its text arrives again at another pts.
+    pub(super) fn apply(&mut self, u: &PtsUpdate, via: Via, shared: &Shared) {
         let Some(m) = new_message_of(u) else { return };
-        let Some((seq, sent_us)) = parse_text(&self.shared.run, &m.text) else {
+        let Some((seq, sent_us)) = parse_text(&shared.run, &m.text) else {
             return;
         };
         if m.out {
-            match self.r.outgoing.get(&seq) {
-                Some(&pts) if pts != u.pts => self.r.duplicates += 1,
+            match self.outgoing.get(&seq) {
+                Some(&pts) if pts != u.pts => self.duplicates += 1,
                 Some(_) => {}
                 None => {
-                    self.r.outgoing.insert(seq, u.pts);
+                    self.outgoing.insert(seq, u.pts);
                 }
             }
             return;
         }
-        match self.r.incoming.get(&seq) {
-            Some(&(pts, _, _)) if pts != u.pts => self.r.duplicates += 1,
+        match self.incoming.get(&seq) {
+            Some(&(pts, _, _)) if pts != u.pts => self.duplicates += 1,
             Some(_) => {}
             None => {
-                let latency = self.shared.now_us().saturating_sub(sent_us);
-                self.r.incoming.insert(seq, (u.pts, latency, via));
-                if let Ok(mut set) = self.shared.received.lock() {
+                let latency = shared.now_us().saturating_sub(sent_us);
+                self.incoming.insert(seq, (u.pts, latency, via));
+                if let Ok(mut set) = shared.received.lock() {
                     set.insert(seq);
                 }
             }
         }
     }
 
-    /// getDifference from the applied pts until nothing is left.
-    pub(super) async fn fill(&mut self, via: Via) {
-        for _ in 0..1000 {
-            let d = match self.dev.difference(self.r.pts).await {
-                Ok(d) => d,
-                Err(code) => {
-                    self.r.errors.add("gap_fill", &code);
-                    // Try again after another wait.
-                    self.gap_since = Some(Instant::now());
-                    return;
-                }
-            };
-            let Some(state) = d.state else {
-                self.r.errors.add("gap_fill", "NO_STATE");
-                return;
-            };
-            if d.too_long {
-                self.r.too_long += 1;
-                self.r.pts = state.pts;
-                break;
+    /// Records one event of the stream; `by_difference` names what a getDifference brought.
+    fn note(&mut self, event: Event, by_difference: Via, shared: &Shared) {
+        match event {
+            Event::Update(a) => {
+                let via = match a.source {
+                    Source::Stream => Via::Stream,
+                    Source::Sent => Via::Own,
+                    Source::Difference => by_difference,
+                };
+                self.apply(&a.update, via, shared);
             }
-            for u in &d.updates {
-                if u.pts <= self.r.pts {
-                    continue;
-                }
-                if u.pts - u.pts_count != self.r.pts {
-                    self.r.discontinuities += 1;
-                }
-                self.apply(u, via);
+            Event::Failed { during, error } => {
+                let phase = match during {
+                    During::Stream => "stream",
+                    During::Reconnect => "stream_open",
+                    During::CatchUp => "gap_fill",
+                };
+                self.errors.add(phase, &error.code());
             }
-            self.r.pts = self.r.pts.max(state.pts);
-            if !d.is_slice {
-                break;
-            }
+            Event::Gap { .. } | Event::TooLong { .. } | Event::Resumed { .. } => {}
         }
-        self.drain_pending();
     }
 }
 
@@ -299,92 +174,53 @@ pub(super) async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-pub(super) async fn next_event(
-    stream: &mut Option<Streaming<StreamEvent>>,
-) -> Result<Option<StreamEvent>, Status> {
-    match stream {
-        Some(s) => s.message().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// One online device: streams from pts 0, applies its own sends' answers, fills gaps; on stop,
 /// makes one last getDifference and reports.
 pub(super) async fn device_task(
     user: usize,
-    dev: Dev,
+    device: Client,
     shared: Arc<Shared>,
-    mut own: mpsc::UnboundedReceiver<PtsUpdate>,
     mut stop: watch::Receiver<bool>,
-    ready: oneshot::Sender<Result<(), String>>,
+    ready: oneshot::Sender<Result<SentUpdates, String>>,
 ) -> DeviceReport {
-    let mut st = DeviceState {
-        dev: dev.clone(),
-        shared,
-        pending: BTreeMap::new(),
-        gap_since: None,
-        r: DeviceReport {
-            user,
-            ..Default::default()
-        },
+    let mut r = DeviceReport {
+        user,
+        ..Default::default()
     };
-    let mut stream = match dev.open_stream(0).await {
-        Ok(s) => Some(s),
-        Err(code) => {
-            let _ = ready.send(Err(code));
-            return st.r;
+    let options = StreamOptions {
+        gap_wait: GAP_WAIT,
+        first_retry: Duration::from_millis(200),
+        max_retry: Duration::from_secs(1),
+        max_reconnects: Some(50),
+    };
+    let mut updates = match UpdateStream::open(device, State::default(), options).await {
+        Ok(updates) => updates,
+        Err(e) => {
+            let _ = ready.send(Err(e.code()));
+            return r;
         }
     };
-    let _ = ready.send(Ok(()));
-    let mut reconnect_at = Instant::now();
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let _ = ready.send(Ok(updates.sent()));
     loop {
         tokio::select! {
             () = stopped(&mut stop) => break,
-            Some(u) = own.recv() => st.offer(u, Via::Own),
-            event = next_event(&mut stream) => match event {
-                Ok(Some(StreamEvent { kind: Some(stream_event::Kind::Update(u)) })) => {
-                    st.offer(u, Via::Stream);
-                }
-                Ok(Some(StreamEvent { kind: Some(stream_event::Kind::DifferenceNeeded(_)) })) => {
-                    st.r.difference_needed += 1;
-                    st.fill(Via::GapFill).await;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    st.r.errors.add("stream", "ENDED");
-                    stream = None;
-                    reconnect_at = Instant::now() + Duration::from_millis(200);
-                }
-                Err(s) => {
-                    st.r.errors.add("stream", &error_code(&s));
-                    stream = None;
-                    reconnect_at = Instant::now() + Duration::from_millis(200);
-                }
-            },
-            _ = tick.tick() => {
-                if st.gap_since.is_some_and(|t| t.elapsed() >= GAP_WAIT) {
-                    st.r.gap_fills += 1;
-                    st.fill(Via::GapFill).await;
-                }
-                if stream.is_none() && Instant::now() >= reconnect_at && st.r.reconnects < 50 {
-                    st.r.reconnects += 1;
-                    match dev.open_stream(st.r.pts).await {
-                        Ok(s) => stream = Some(s),
-                        Err(code) => {
-                            st.r.errors.add("stream_open", &code);
-                            reconnect_at = Instant::now() + Duration::from_secs(1);
-                        }
-                    }
-                }
-            }
+            event = updates.next() => r.note(event, Via::GapFill, &shared),
         }
     }
-    drop(stream);
-    while let Ok(u) = own.try_recv() {
-        st.offer(u, Via::Own);
+    updates.stop();
+    while let Some(event) = updates.try_next() {
+        r.note(event, Via::GapFill, &shared);
     }
-    st.fill(Via::Final).await;
-    st.r
+    updates.catch_up().await;
+    while let Some(event) = updates.try_next() {
+        r.note(event, Via::Final, &shared);
+    }
+    let stats = updates.stats();
+    r.pts = updates.state().pts;
+    r.gap_fills = stats.gap_fills;
+    r.difference_needed = stats.difference_needed;
+    r.reconnects = stats.reconnects;
+    r.discontinuities = stats.discontinuities;
+    r.too_long = stats.too_long;
+    r
 }

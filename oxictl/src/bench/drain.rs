@@ -26,7 +26,43 @@ async fn push_backlog(db: &PgPool) -> anyhow::Result<(i64, i64)> {
     Ok(row)
 }
 
-pub(super) async fn drain_phase(
+/// Fills dispatch's backlog and measures how fast it drains (skipped with `--drain-jobs 0`).
+pub(super) async fn drain(
+    args: &BenchArgs,
+    users: &[BenchUser],
+    errors: &mut Errors,
+    out: &Out,
+) -> anyhow::Result<Option<DrainOutcome>> {
+    if args.drain_jobs == 0 {
+        return Ok(None);
+    }
+    let db = PgPoolOptions::new()
+        .max_connections(2)
+        .acquire_timeout(RPC_DEADLINE)
+        .connect(&args.database_url)
+        .await
+        .with_context(|| format!("cannot reach Postgres at {}", args.database_url))?;
+    let outcome = tokio::time::timeout(
+        DRAIN_CAP + Duration::from_secs(10),
+        drain_phase(args, &db, users, errors),
+    )
+    .await;
+    db.close().await;
+    let d = outcome.map_err(|_| anyhow!("drain phase timed out"))??;
+    out.line(format!(
+        "drain: {} jobs enqueued in {:.1}s, backlog {} in {:.1}s → {:.0} jobs/s (pending before {}, failed rows {})",
+        d.accepted,
+        d.enqueue_s,
+        if d.complete { "empty" } else { "NOT empty" },
+        d.drain_s,
+        d.jobs_per_s,
+        d.pending_before,
+        d.failed_after - d.failed_before,
+    ));
+    Ok(Some(d))
+}
+
+async fn drain_phase(
     args: &BenchArgs,
     db: &PgPool,
     users: &[BenchUser],
@@ -79,15 +115,16 @@ pub(super) async fn drain_phase(
                 let mut last = String::new();
                 for _ in 0..3 {
                     // Idempotent by event id: a retry after a timeout is harmless.
-                    match unary(
-                        client
-                            .clone()
-                            .enqueue(req(EnqueueRequest { jobs: jobs.clone() })),
-                    )
-                    .await
+                    match RPC
+                        .unary(
+                            client
+                                .clone()
+                                .enqueue(RPC.request(EnqueueRequest { jobs: jobs.clone() })),
+                        )
+                        .await
                     {
                         Ok(r) => return Ok(r.accepted as u64),
-                        Err(code) => last = code,
+                        Err(e) => last = e.code(),
                     }
                 }
                 Err(last)

@@ -1,28 +1,6 @@
-//! Bounded calls, error counts by stable code, and percentiles.
+//! Error counts by phase and stable code, and percentiles.
 
 use super::*;
-
-pub(super) fn req<T>(message: T) -> Request<T> {
-    let mut r = Request::new(message);
-    r.set_timeout(RPC_DEADLINE);
-    r
-}
-
-/// The stable error code of a status, or its gRPC code when it carries none.
-pub(super) fn error_code(s: &Status) -> String {
-    oxigram_errors::code_of(s).unwrap_or_else(|| format!("GRPC_{:?}", s.code()))
-}
-
-/// A unary call bounded by the deadline; the error is a stable code (or TIMEOUT).
-pub(super) async fn unary<T>(
-    call: impl Future<Output = Result<tonic::Response<T>, Status>>,
-) -> Result<T, String> {
-    match tokio::time::timeout(RPC_DEADLINE, call).await {
-        Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(s)) => Err(error_code(&s)),
-        Err(_) => Err("TIMEOUT".into()),
-    }
-}
 
 #[derive(Default, Debug)]
 pub(super) struct Errors(pub(super) BTreeMap<String, u64>);

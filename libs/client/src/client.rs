@@ -1,0 +1,312 @@
+//! A device's connection to the gateway: every call signed with its auth key, bounded by its
+//! deadline, answered as the message itself or an [`Error`] with a stable code.
+
+use std::time::Duration;
+
+use oxigram_proto::{
+    api::v1::{
+        AffectedMessages, CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest,
+        GetDifferenceRequest, GetHistoryRequest, GetMeRequest, GetStateRequest, MessagesSlice,
+        ReadHistoryRequest, ResolvePhoneRequest, SendCodeRequest, SendMessageRequest,
+        SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent, StreamRequest,
+        auth_client::AuthClient, dialogs_client::DialogsClient, messages_client::MessagesClient,
+        updates_client::UpdatesClient, users_client::UsersClient,
+    },
+    types::v1::{UpdatesState, User},
+};
+use tonic::{
+    Streaming,
+    service::interceptor::InterceptedService,
+    transport::{Channel, Endpoint},
+};
+
+use crate::{AuthKey, Deadline, Error, SignWithKey};
+
+/// Updates per getDifference slice.
+pub const DIFFERENCE_LIMIT: i32 = 100;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One HTTP/2 connection to the gateway at `address` (`http://host:port`). Devices may share
+/// it: each [`Client`] signs its own calls.
+pub async fn connect(address: &str) -> Result<Channel, Error> {
+    Endpoint::from_shared(address.to_owned())
+        .map_err(|_| Error::BadAddress(address.to_owned()))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|source| Error::Unreachable {
+            address: address.to_owned(),
+            source,
+        })
+}
+
+/// A channel whose every call is signed with one auth key.
+pub type Signed = InterceptedService<Channel, SignWithKey>;
+
+/// A login in progress: the phone and the hash `SendCode` answered, to be completed with the
+/// code the user received.
+#[derive(Clone, Debug)]
+pub struct LoginCode {
+    pub phone: String,
+    pub phone_code_hash: String,
+}
+
+/// One device talking to the gateway. Cloning is cheap and shares the connection.
+#[derive(Clone)]
+pub struct Client {
+    channel: Signed,
+    key: AuthKey,
+    deadline: Deadline,
+}
+
+impl Client {
+    /// A device with a saved auth key.
+    pub fn new(channel: Channel, key: AuthKey) -> Result<Self, Error> {
+        Ok(Self {
+            channel: InterceptedService::new(channel, SignWithKey::new(&key)?),
+            key,
+            deadline: Deadline::NONE,
+        })
+    }
+
+    /// A new device: asks the gateway for an auth key (the only unsigned call).
+    pub async fn create(channel: Channel, device_model: &str) -> Result<Self, Error> {
+        let key = AuthClient::new(channel.clone())
+            .create_auth_key(CreateAuthKeyRequest {
+                device_model: device_model.to_owned(),
+            })
+            .await?
+            .into_inner();
+        Self::new(
+            channel,
+            AuthKey {
+                id: key.auth_key_id,
+                secret: key.secret,
+            },
+        )
+    }
+
+    /// Bounds every unary call (and the opening of the update stream) by `limit`.
+    pub fn with_deadline(mut self, limit: Duration) -> Self {
+        self.deadline = Deadline::after(limit);
+        self
+    }
+
+    pub fn auth_key(&self) -> &AuthKey {
+        &self.key
+    }
+
+    pub fn deadline(&self) -> Deadline {
+        self.deadline
+    }
+
+    /// The signed channel, for any client of the API this type has no method for.
+    pub fn channel(&self) -> Signed {
+        self.channel.clone()
+    }
+    pub fn auth(&self) -> AuthClient<Signed> {
+        AuthClient::new(self.channel.clone())
+    }
+    pub fn users(&self) -> UsersClient<Signed> {
+        UsersClient::new(self.channel.clone())
+    }
+    pub fn messages(&self) -> MessagesClient<Signed> {
+        MessagesClient::new(self.channel.clone())
+    }
+    pub fn updates(&self) -> UpdatesClient<Signed> {
+        UpdatesClient::new(self.channel.clone())
+    }
+    pub fn dialogs(&self) -> DialogsClient<Signed> {
+        DialogsClient::new(self.channel.clone())
+    }
+
+    // Auth -----------------------------------------------------------------------------------
+
+    /// Asks for a login code for `phone` (in development it appears in the gateway's log).
+    pub async fn request_code(&self, phone: &str) -> Result<LoginCode, Error> {
+        let d = self.deadline;
+        let sent = d
+            .unary(self.auth().send_code(d.request(SendCodeRequest {
+                phone: phone.to_owned(),
+            })))
+            .await?;
+        Ok(LoginCode {
+            phone: phone.to_owned(),
+            phone_code_hash: sent.phone_code_hash,
+        })
+    }
+
+    /// Signs this device in to the account of the code's phone.
+    pub async fn sign_in(&self, login: &LoginCode, code: &str) -> Result<User, Error> {
+        let d = self.deadline;
+        let auth = d
+            .unary(self.auth().sign_in(d.request(SignInRequest {
+                phone: login.phone.clone(),
+                phone_code_hash: login.phone_code_hash.clone(),
+                code: code.to_owned(),
+            })))
+            .await?;
+        auth.user.ok_or(Error::Missing("user"))
+    }
+
+    /// Creates the account of a new phone and signs this device in to it.
+    pub async fn sign_up(
+        &self,
+        login: &LoginCode,
+        code: &str,
+        first_name: &str,
+    ) -> Result<User, Error> {
+        let d = self.deadline;
+        let auth = d
+            .unary(self.auth().sign_up(d.request(SignUpRequest {
+                phone: login.phone.clone(),
+                phone_code_hash: login.phone_code_hash.clone(),
+                code: code.to_owned(),
+                first_name: first_name.to_owned(),
+            })))
+            .await?;
+        auth.user.ok_or(Error::Missing("user"))
+    }
+
+    /// Signs in, or signs up with `first_name` when the phone has no account yet
+    /// (`PHONE_NUMBER_UNOCCUPIED`): the same code serves both.
+    pub async fn sign_in_or_up(
+        &self,
+        login: &LoginCode,
+        code: &str,
+        first_name: &str,
+    ) -> Result<User, Error> {
+        match self.sign_in(login, code).await {
+            Err(e) if e.code() == "PHONE_NUMBER_UNOCCUPIED" => {
+                self.sign_up(login, code, first_name).await
+            }
+            other => other,
+        }
+    }
+
+    // Users ----------------------------------------------------------------------------------
+
+    pub async fn get_me(&self) -> Result<User, Error> {
+        let d = self.deadline;
+        d.unary(self.users().get_me(d.request(GetMeRequest {})))
+            .await
+    }
+
+    pub async fn resolve_phone(&self, phone: &str) -> Result<User, Error> {
+        let d = self.deadline;
+        d.unary(self.users().resolve_phone(d.request(ResolvePhoneRequest {
+            phone: phone.to_owned(),
+        })))
+        .await
+    }
+
+    // Messages -------------------------------------------------------------------------------
+
+    /// Sends a message: one round trip. The answer's `pts`, when not 0, is this device's own
+    /// update; hand it to the update stream ([`crate::SentUpdates`]) or a
+    /// [`crate::Sequencer`] with [`crate::sent_update`].
+    pub async fn send_message(
+        &self,
+        request: SendMessageRequest,
+    ) -> Result<SendMessageResponse, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().send_message(d.request(request)))
+            .await
+    }
+
+    /// A window of a dialog's history, newest first.
+    pub async fn get_history(&self, request: GetHistoryRequest) -> Result<MessagesSlice, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().get_history(d.request(request)))
+            .await
+    }
+
+    /// Marks a dialog read up to `max_id` (0: up to its newest message).
+    pub async fn read_history(
+        &self,
+        peer_user_id: i64,
+        max_id: i64,
+    ) -> Result<AffectedMessages, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().read_history(d.request(ReadHistoryRequest {
+            peer_user_id,
+            max_id,
+        })))
+        .await
+    }
+
+    // Dialogs --------------------------------------------------------------------------------
+
+    pub async fn get_dialogs(&self, request: GetDialogsRequest) -> Result<DialogsSlice, Error> {
+        let d = self.deadline;
+        d.unary(self.dialogs().get_dialogs(d.request(request)))
+            .await
+    }
+
+    // Updates --------------------------------------------------------------------------------
+
+    /// The account's current position in its update log.
+    pub async fn get_state(&self) -> Result<UpdatesState, Error> {
+        let d = self.deadline;
+        d.unary(self.updates().get_state(d.request(GetStateRequest {})))
+            .await
+    }
+
+    /// One slice of the updates after `pts`.
+    pub async fn get_difference(&self, pts: i32, limit: i32) -> Result<Difference, Error> {
+        let d = self.deadline;
+        d.unary(
+            self.updates()
+                .get_difference(d.request(GetDifferenceRequest { pts, limit })),
+        )
+        .await
+    }
+
+    /// Opens the raw update stream at `pts` (0: live updates only). The deadline bounds the
+    /// opening only: a stream lives as long as it is read. [`crate::UpdateStream`] adds the
+    /// ordering, the catch-up and the reconnection.
+    pub async fn open_stream(&self, pts: i32) -> Result<Streaming<StreamEvent>, Error> {
+        let mut updates = self.updates();
+        let opening = updates.stream(StreamRequest { pts });
+        Ok(self.deadline.bound(opening).await??.into_inner())
+    }
+
+    /// Every slice of the difference after `pts` and the pts they end at, as the gateway sent
+    /// them. A difference too long to replay is an error here.
+    pub async fn full_difference(&self, pts: i32) -> Result<(Vec<Difference>, i32), Error> {
+        let mut slices = Vec::new();
+        let end = self
+            .each_slice(pts, |slice| {
+                let next = slice.state.as_ref().ok_or(Error::Missing("state"))?.pts;
+                if slice.too_long {
+                    return Err(Error::DifferenceTooLong { pts: next });
+                }
+                slices.push(slice);
+                Ok(next)
+            })
+            .await?;
+        Ok((slices, end))
+    }
+
+    /// getDifference from `pts`, slice after slice, until one is not a slice; `take` consumes
+    /// each and says which pts the next one starts from.
+    pub(crate) async fn each_slice(
+        &self,
+        mut pts: i32,
+        mut take: impl FnMut(Difference) -> Result<i32, Error>,
+    ) -> Result<i32, Error> {
+        loop {
+            let slice = self.get_difference(pts, DIFFERENCE_LIMIT).await?;
+            let more = slice.is_slice && !slice.too_long;
+            let next = take(slice)?;
+            if !more {
+                return Ok(next);
+            }
+            if next <= pts {
+                return Err(Error::DifferenceStalled { pts });
+            }
+            pts = next;
+        }
+    }
+}
