@@ -31,7 +31,7 @@ use oxigram_proto::{
         auth_client::AuthClient, messages_client::MessagesClient, stream_event,
         updates_client::UpdatesClient,
     },
-    internal::v1::{EnqueueRequest, dispatch_client::DispatchClient},
+    dispatch::v1::{EnqueueRequest, dispatch_client::DispatchClient},
     types::v1::{Message, PtsUpdate, PushJob, Update, UpdateNewMessage, update},
 };
 use serde_json::{Value, json};
