@@ -1,6 +1,7 @@
-//! Compiles every .proto under the repository's `proto/` folder with a vendored protoc,
-//! so a fresh machine needs no protobuf compiler installed.
-use std::path::PathBuf;
+//! Compiles every .proto under the repository's `proto/oxigram/` folder with a vendored protoc,
+//! so a fresh machine needs no protobuf compiler installed. A file added there is compiled
+//! without a change here; `tests/proto_lint.rs` checks its package and its field numbers.
+use std::path::{Path, PathBuf};
 
 use prost_build::{Service, ServiceGenerator};
 
@@ -48,23 +49,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../proto")
         .canonicalize()?;
-    println!("cargo:rerun-if-changed={}", root.display());
-    let protos: Vec<PathBuf> = [
-        "oxigram/types/v1/types.proto",
-        "oxigram/api/v1/client.proto",
-        "oxigram/internal/v1/messages.proto",
-        "oxigram/internal/v1/updates.proto",
-        "oxigram/internal/v1/dialogs.proto",
-        "oxigram/internal/v1/dispatch.proto",
-        "oxigram/internal/v1/gateway.proto",
-        "oxigram/internal/v1/media.proto",
-    ]
-    .iter()
-    .map(|p| root.join(p))
-    .collect();
-    for p in &protos {
-        println!("cargo:rerun-if-changed={}", p.display());
-    }
+    // The packages' folder, not `proto/` itself: the field lock beside it is no input.
+    let packages = root.join("oxigram");
+    println!("cargo:rerun-if-changed={}", packages.display());
+    let mut protos = Vec::new();
+    find_protos(&packages, &mut protos)?;
+    protos.sort();
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let mut config = prost_build::Config::new();
     config.protoc_executable(protoc_bin_vendored::protoc_bin_path()?);
@@ -83,5 +73,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         others: tonic_prost_build::configure().service_generator(),
     }));
     config.compile_protos(&protos, &[root])?;
+    Ok(())
+}
+
+/// Every `.proto` file under `dir`, at any depth.
+fn find_protos(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            find_protos(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "proto") {
+            out.push(path);
+        }
+    }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! receipts and the sender's side of a read are events for svc-updates, written to this
 //! service's outbox in the same transaction.
 
+mod outbound;
 mod projection;
 mod read;
 mod service;
@@ -12,9 +13,9 @@ mod store;
 
 use std::{sync::Arc, time::Duration};
 
-use oxigram_kit::{Config, GrpcServer, startup, to_updates::ToUpdates};
+use oxigram_kit::{Config, GrpcServer, startup};
 use oxigram_outbox::{FastPath, Outbox};
-use oxigram_proto::internal::v1::dialogs_server::DialogsServer;
+use oxigram_proto::dialogs::v1::dialogs_server::DialogsServer;
 use tokio_util::sync::CancellationToken;
 
 pub use service::DialogsService;
@@ -31,7 +32,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
-    let to_updates = ToUpdates::new(oxigram_kit::channel(
+    let to_updates = outbound::ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);

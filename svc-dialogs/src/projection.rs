@@ -9,16 +9,17 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use oxigram_kit::to_updates::TO_UPDATES;
 use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::types::v1::{
     Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent, update,
 };
-use prost::Message as _;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use crate::store::{Watermark, advance};
+use crate::{
+    outbound,
+    store::{Watermark, advance},
+};
 
 /// What one application did.
 #[derive(Default)]
@@ -302,7 +303,7 @@ async fn apply_read(tx: &mut PgConnection, r: ReadInbox) -> Result<Option<NewRow
     };
     // The peer's dialog shows it at once; her log's copy finds it done.
     read_outbox(tx, peer, owner, peer_max, r.date).await?;
-    let event_id = Uuid::from_u128(r.event_id.as_u128() ^ READ_OUTBOX_TAG);
+    let event_id = outbound::read_outbox_event_id(r.event_id);
     let event = UserEvent {
         event_id: event_id.to_string(),
         user_id: peer,
@@ -316,15 +317,8 @@ async fn apply_read(tx: &mut PgConnection, r: ReadInbox) -> Result<Option<NewRow
         }),
         ..Default::default()
     };
-    Ok(Some(NewRow::new(
-        TO_UPDATES,
-        event_id,
-        event.encode_to_vec(),
-    )))
+    Ok(Some(outbound::row(event_id, &event)))
 }
-
-/// Tells the id of a read's peer-side event from the read's own ("readout").
-const READ_OUTBOX_TAG: u128 = 0x0072_6561_646f_7574;
 
 /// `reader` read `owner`'s messages up to `max_id` (in `owner`'s ids) at `date`: the owner's
 /// outbox watermark moves forward, and the date is kept for GetOutboxReadDate.

@@ -10,13 +10,14 @@
 use std::time::Duration;
 
 use oxigram_errors::{Error, forward};
-use oxigram_kit::to_updates::{TO_UPDATES, ToUpdates};
 use oxigram_outbox::Outbox;
-use oxigram_proto::internal::v1::AppendReadRequest;
+use oxigram_proto::updates::v1::AppendReadRequest;
 use sqlx::PgPool;
 use tokio::time::Instant;
 use tonic::Status;
 use uuid::Uuid;
+
+use crate::outbound::{TO_UPDATES, ToUpdates};
 
 /// Longest a read waits for its own update to be applied here, and the sender's side of it to
 /// be handed on, before answering; far beyond the few milliseconds a hand-off takes.

@@ -1,9 +1,8 @@
 //! The Dialogs gRPC service.
 
 use oxigram_errors::{Error, ErrorCode, status};
-use oxigram_kit::to_updates::ToUpdates;
 use oxigram_outbox::{FastPath, Outbox};
-use oxigram_proto::internal::v1::{
+use oxigram_proto::dialogs::v1::{
     ApplyEventsRequest, ApplyEventsResponse, GetDialogsRequest, GetDialogsResponse,
     GetOutboxReadDateRequest, GetOutboxReadDateResponse, ReadHistoryRequest, ReadHistoryResponse,
     ReceivedMessagesRequest, ReceivedMessagesResponse, dialogs_server::Dialogs,
@@ -12,6 +11,7 @@ use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 
 use crate::{
+    outbound::ToUpdates,
     projection,
     read::{self, Read},
     store,
@@ -176,7 +176,7 @@ impl Dialogs for DialogsService {
         if let Some(moved) = moved {
             // The receipts go to the senders, not to the caller: no pts to report back.
             self.to_updates
-                .fast_path(&self.outbox, moved.events, &moved.rows, 0)
+                .fast_path(&self.outbox, moved.events, &moved.rows)
                 .await;
         }
         Ok(Response::new(ReceivedMessagesResponse { max_id }))

@@ -1,14 +1,14 @@
 //! The SQL of dialogs' pages, receipts (DELIVERED) and watermarks.
 
-use oxigram_kit::to_updates::TO_UPDATES;
-use oxigram_outbox::{NewRow, Outbox};
+use oxigram_outbox::Outbox;
 use oxigram_proto::{
-    internal::v1::Dialog,
+    dialogs::v1::Dialog,
     types::v1::{Update, UpdateDeliveredOutbox, UserEvent, update},
 };
-use prost::Message as _;
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
+
+use crate::outbound;
 
 /// Most peers one receipt reports to; older gaps are left to later receipts.
 pub const MAX_RECEIPT_PEERS: i64 = 1000;
@@ -74,7 +74,7 @@ async fn enqueue(
         .map(|e| {
             let id =
                 Uuid::parse_str(&e.event_id).map_err(|err| sqlx::Error::Decode(Box::new(err)))?;
-            Ok(NewRow::new(TO_UPDATES, id, e.encode_to_vec()))
+            Ok(outbound::row(id, e))
         })
         .collect::<Result<Vec<_>, sqlx::Error>>()?;
     outbox.enqueue(tx, &rows).await

@@ -5,23 +5,22 @@
 //! "No route" is taken for offline only while the route table is whole: after Redis lost it,
 //! jobs wait for the relay's retry until the gateways have registered their streams again.
 
-mod push;
+mod outbound;
 mod service;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
 use oxigram_outbox::{FastPath, Outbox};
-use oxigram_proto::internal::v1::dispatch_server::DispatchServer;
-use oxigram_routes::{RedisHandle, Routes};
+use oxigram_proto::dispatch::v1::dispatch_server::DispatchServer;
+use oxigram_routes::{RedisHandle, RouteLookup};
 use tokio_util::sync::CancellationToken;
 
+pub use outbound::TO_GATEWAYS;
 pub use service::DispatchService;
 
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "dispatch";
-/// Outbox destination of push jobs: the gateways.
-pub const TO_GATEWAYS: &str = "push";
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -32,12 +31,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
-    let routes = Routes::new(
+    let routes = RouteLookup::new(
         RedisHandle::new(config.redis_url()?)?,
         &config.redis_key_prefix,
-        Duration::from_secs(config.gateway.route_ttl_secs),
     );
-    let to_gateways = Arc::new(push::ToGateways::new(routes, config.rpc_timeout()));
+    let to_gateways = Arc::new(outbound::ToGateways::new(routes, config.rpc_timeout()));
     let fast_path = FastPath::start(
         outbox.clone(),
         to_gateways.clone(),

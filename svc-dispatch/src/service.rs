@@ -2,13 +2,13 @@
 
 use oxigram_errors::{Error, ErrorCode};
 use oxigram_outbox::{FastPath, NewRow, Outbox};
-use oxigram_proto::internal::v1::{EnqueueRequest, EnqueueResponse, dispatch_server::Dispatch};
+use oxigram_proto::dispatch::v1::{EnqueueRequest, EnqueueResponse, dispatch_server::Dispatch};
 use prost::Message as _;
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::TO_GATEWAYS;
+use crate::outbound::TO_GATEWAYS;
 
 /// Most jobs one Enqueue may carry.
 pub const MAX_JOBS: usize = 1000;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{Dialog, DialogsSlice, GetDialogsRequest, dialogs_server::Dialogs},
-    internal::v1 as internal,
+    dialogs::v1 as dialogs_svc,
+    messages::v1 as messages_svc,
 };
 use tonic::{Request, Response, Status};
 
@@ -26,7 +27,7 @@ impl Dialogs for DialogsApi {
             .0
             .dialogs
             .clone()
-            .get_dialogs(internal::GetDialogsRequest {
+            .get_dialogs(dialogs_svc::GetDialogsRequest {
                 owner_id,
                 offset_date: r.offset_date,
                 offset_id: r.offset_id,
@@ -43,7 +44,7 @@ impl Dialogs for DialogsApi {
             self.0
                 .messages
                 .clone()
-                .get_messages(internal::GetMessagesRequest {
+                .get_messages(messages_svc::GetMessagesRequest {
                     owner_id,
                     ids: top_ids,
                 })

@@ -11,7 +11,7 @@ use std::{
 
 use oxigram_proto::{
     api::v1::{StreamEvent, stream_event},
-    internal::v1::{PushRequest, PushResponse, gateway_push_server::GatewayPush},
+    gateway::v1::{PushRequest, PushResponse, gateway_push_server::GatewayPush},
     types::v1::PushJob,
 };
 use tokio::sync::mpsc;

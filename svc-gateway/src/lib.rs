@@ -10,6 +10,7 @@ mod dialogs_api;
 mod hub;
 mod media_api;
 mod messages_api;
+mod outbound;
 mod rate_limit;
 mod updates_api;
 mod users_api;
@@ -28,10 +29,11 @@ use oxigram_proto::{
         auth_server::AuthServer, dialogs_server::DialogsServer, media_server::MediaServer,
         messages_server::MessagesServer, updates_server::UpdatesServer, users_server::UsersServer,
     },
-    internal::v1::{
-        dialogs_client::DialogsClient, gateway_push_server::GatewayPushServer,
-        media_client::MediaClient, messages_client::MessagesClient, updates_client::UpdatesClient,
-    },
+    dialogs::v1::dialogs_client::DialogsClient,
+    gateway::v1::gateway_push_server::GatewayPushServer,
+    media::v1::media_client::MediaClient,
+    messages::v1::messages_client::MessagesClient,
+    updates::v1::updates_client::UpdatesClient,
 };
 use oxigram_routes::{RedisHandle, Route, Routes};
 use sqlx::PgPool;
@@ -70,16 +72,20 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let server = GrpcServer::bind("gateway", me).await?;
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let timeout = config.rpc_timeout();
-    let s = &config.services;
+    let outbound::Outbound {
+        messages,
+        updates,
+        dialogs,
+        media,
+    } = outbound::Outbound::connect(&config)?;
     let hub = Arc::new(hub::Hub::default());
     let redis = RedisHandle::new(config.redis_url()?)?;
     let gateway = Arc::new(Gateway {
         pool: pool.clone(),
-        messages: MessagesClient::new(oxigram_kit::channel(&s.messages.endpoint, timeout)?),
-        updates: UpdatesClient::new(oxigram_kit::channel(&s.updates.endpoint, timeout)?),
-        dialogs: DialogsClient::new(oxigram_kit::channel(&s.dialogs.endpoint, timeout)?),
-        media: MediaClient::new(oxigram_kit::channel(&s.media.endpoint, timeout)?),
+        messages,
+        updates,
+        dialogs,
+        media,
         hub: hub.clone(),
         routes: Routes::new(
             redis.clone(),
@@ -106,12 +112,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let background = {
         let shutdown = shutdown.clone();
         let gateway = gateway.clone();
-        let deps = vec![
-            ("messages", s.messages.endpoint.clone()),
-            ("updates", s.updates.endpoint.clone()),
-            ("dialogs", s.dialogs.endpoint.clone()),
-            ("media", s.media.endpoint.clone()),
-        ];
+        let deps = outbound::Outbound::dependencies(&config);
         async move {
             startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
                 .await?;

@@ -8,7 +8,7 @@ use oxigram_proto::{
         CompleteUploadRequest, File, FileChunk, GetFileRequest, SaveFilePartRequest,
         SaveFilePartResponse, media_server::Media,
     },
-    internal::v1 as internal,
+    media::v1 as media_svc,
 };
 use tonic::{Request, Response, Status};
 
@@ -27,7 +27,7 @@ impl Media for MediaApi {
         self.0
             .media
             .clone()
-            .save_file_part(internal::SaveFilePartRequest {
+            .save_file_part(media_svc::SaveFilePartRequest {
                 owner_id,
                 file_id: r.file_id,
                 part: r.part,
@@ -48,7 +48,7 @@ impl Media for MediaApi {
             .0
             .media
             .clone()
-            .complete_upload(internal::CompleteUploadRequest {
+            .complete_upload(media_svc::CompleteUploadRequest {
                 owner_id,
                 file_id: r.file_id,
                 parts: r.parts,
@@ -75,7 +75,7 @@ impl Media for MediaApi {
             .0
             .media
             .clone()
-            .get_file(internal::GetFileRequest {
+            .get_file(media_svc::GetFileRequest {
                 owner_id,
                 id: r.id,
                 offset: r.offset,

@@ -11,8 +11,10 @@ use oxigram_proto::{
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
         SendMessageRequest, SendMessageResponse, messages_server::Messages,
     },
-    internal::v1 as internal,
+    dialogs::v1 as dialogs_svc,
+    messages::v1 as messages_svc,
     types::v1::{Message, User},
+    updates::v1 as updates_svc,
 };
 use tonic::{Request, Response, Status};
 
@@ -73,7 +75,7 @@ impl Messages for MessagesApi {
             .0
             .messages
             .clone()
-            .send_message(internal::SendMessageRequest {
+            .send_message(messages_svc::SendMessageRequest {
                 sender_id,
                 peer_user_id: r.peer_user_id,
                 random_id: r.random_id,
@@ -104,7 +106,7 @@ impl Messages for MessagesApi {
             .0
             .messages
             .clone()
-            .get_history(internal::GetHistoryRequest {
+            .get_history(messages_svc::GetHistoryRequest {
                 owner_id,
                 peer_user_id: r.peer_user_id,
                 offset_id: r.offset_id,
@@ -139,7 +141,7 @@ impl Messages for MessagesApi {
             .0
             .messages
             .clone()
-            .get_messages(internal::GetMessagesRequest { owner_id, ids })
+            .get_messages(messages_svc::GetMessagesRequest { owner_id, ids })
             .await
             .map_err(forward)?
             .into_inner()
@@ -162,7 +164,7 @@ impl Messages for MessagesApi {
             .0
             .dialogs
             .clone()
-            .read_history(internal::ReadHistoryRequest {
+            .read_history(dialogs_svc::ReadHistoryRequest {
                 owner_id,
                 peer_user_id: r.peer_user_id,
                 max_id: r.max_id,
@@ -182,7 +184,7 @@ impl Messages for MessagesApi {
             .0
             .updates
             .clone()
-            .get_state(internal::GetStateRequest { user_id: owner_id })
+            .get_state(updates_svc::GetStateRequest { user_id: owner_id })
             .await
             .map_err(forward)?
             .into_inner();
@@ -203,7 +205,7 @@ impl Messages for MessagesApi {
             .0
             .messages
             .clone()
-            .get_messages(internal::GetMessagesRequest {
+            .get_messages(messages_svc::GetMessagesRequest {
                 owner_id,
                 ids: vec![r.msg_id],
             })
@@ -225,7 +227,7 @@ impl Messages for MessagesApi {
             .0
             .dialogs
             .clone()
-            .get_outbox_read_date(internal::GetOutboxReadDateRequest {
+            .get_outbox_read_date(dialogs_svc::GetOutboxReadDateRequest {
                 owner_id,
                 peer_user_id: r.peer_user_id,
                 msg_id: r.msg_id,
@@ -247,7 +249,7 @@ impl Messages for MessagesApi {
             .0
             .dialogs
             .clone()
-            .received_messages(internal::ReceivedMessagesRequest {
+            .received_messages(dialogs_svc::ReceivedMessagesRequest {
                 owner_id,
                 auth_key_id: me.auth_key_id,
                 max_id: request.into_inner().max_id,
@@ -269,7 +271,7 @@ impl Messages for MessagesApi {
         self.0
             .messages
             .clone()
-            .block(internal::BlockRequest { owner_id, user_id })
+            .block(messages_svc::BlockRequest { owner_id, user_id })
             .await
             .map_err(forward)?;
         Ok(Response::new(BlockResponse {}))
@@ -284,7 +286,7 @@ impl Messages for MessagesApi {
         self.0
             .messages
             .clone()
-            .unblock(internal::BlockRequest { owner_id, user_id })
+            .unblock(messages_svc::BlockRequest { owner_id, user_id })
             .await
             .map_err(forward)?;
         Ok(Response::new(BlockResponse {}))
@@ -300,7 +302,7 @@ impl Messages for MessagesApi {
             .0
             .messages
             .clone()
-            .get_blocked(internal::GetBlockedRequest {
+            .get_blocked(messages_svc::GetBlockedRequest {
                 owner_id,
                 offset_user_id: r.offset_user_id,
                 limit: r.limit,

@@ -15,8 +15,9 @@ use oxigram_proto::{
         GetDifferenceRequest, GetStateRequest, StreamEvent, StreamRequest, stream_event,
         updates_server::Updates,
     },
-    internal::v1 as internal,
+    messages::v1 as messages_svc,
     types::v1::{UpdatesState, update},
+    updates::v1 as updates_svc,
 };
 use oxigram_routes::Route;
 use tokio::sync::mpsc;
@@ -41,7 +42,7 @@ impl Gateway {
         let diff = self
             .updates
             .clone()
-            .get_difference(internal::GetDifferenceRequest {
+            .get_difference(updates_svc::GetDifferenceRequest {
                 user_id,
                 pts,
                 limit,
@@ -62,7 +63,7 @@ impl Gateway {
         } else {
             self.messages
                 .clone()
-                .get_messages(internal::GetMessagesRequest {
+                .get_messages(messages_svc::GetMessagesRequest {
                     owner_id: user_id,
                     ids,
                 })
@@ -101,7 +102,7 @@ impl Updates for UpdatesApi {
             .0
             .updates
             .clone()
-            .get_state(internal::GetStateRequest { user_id })
+            .get_state(updates_svc::GetStateRequest { user_id })
             .await
             .map_err(forward)?;
         Ok(state)
@@ -126,7 +127,7 @@ impl Updates for UpdatesApi {
             .0
             .updates
             .clone()
-            .get_state(internal::GetStateRequest { user_id })
+            .get_state(updates_svc::GetStateRequest { user_id })
             .await
             .map_err(forward)?
             .into_inner()

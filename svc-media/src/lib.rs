@@ -1,6 +1,7 @@
 //! svc-media: chunked uploads (parts stored as they arrive), files deduplicated by the SHA-256
 //! of their content, per-owner file references, and ranged downloads. Blobs sit behind
-//! [`blobs::BlobStore`]; local files by default.
+//! [`blobs::BlobStore`]; local files by default. It sends nothing to other services, so it has
+//! no `outbound` module.
 
 pub mod blobs;
 mod service;
@@ -8,7 +9,7 @@ mod service;
 use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
-use oxigram_proto::internal::v1::media_server::MediaServer;
+use oxigram_proto::media::v1::media_server::MediaServer;
 use tokio_util::sync::CancellationToken;
 
 pub use service::MediaService;

@@ -1,7 +1,7 @@
 //! The Media gRPC service.
 
 use oxigram_errors::{Error, ErrorCode, check_text, status};
-use oxigram_proto::internal::v1::{
+use oxigram_proto::media::v1::{
     CompleteUploadRequest, FileChunk, FileInfo, GetFileRequest, SaveFilePartRequest,
     SaveFilePartResponse, media_server::Media,
 };

@@ -7,15 +7,17 @@
 use std::{collections::HashMap, sync::Arc};
 
 use oxigram_errors::{Error, ErrorCode, status};
-use oxigram_kit::to_updates::ToUpdates;
 use oxigram_outbox::{Outbox, next_batch};
-use oxigram_proto::internal::v1::SendMessageResponse;
+use oxigram_proto::messages::v1::SendMessageResponse;
 use sqlx::PgPool;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tonic::Status;
 use tracing::Instrument;
 
-use crate::store::{self, GroupOutcome, NewMessage, SendOutcome, Sent};
+use crate::{
+    outbound::ToUpdates,
+    store::{self, GroupOutcome, NewMessage, SendOutcome, Sent},
+};
 
 /// Most sends one shared transaction takes.
 pub const MAX_GROUP: usize = 256;

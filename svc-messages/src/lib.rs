@@ -7,6 +7,7 @@
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
 
 mod group_commit;
+mod outbound;
 mod service;
 mod store;
 
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
 use oxigram_outbox::Outbox;
-use oxigram_proto::internal::v1::messages_server::MessagesServer;
+use oxigram_proto::messages::v1::messages_server::MessagesServer;
 use tokio_util::sync::CancellationToken;
 
 pub use service::MessagesService;
@@ -22,7 +23,7 @@ pub use service::MessagesService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "messages";
 /// Outbox destination.
-pub use oxigram_kit::to_updates::TO_UPDATES;
+pub use outbound::TO_UPDATES;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -33,7 +34,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let pool =
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
-    let to_updates = oxigram_kit::to_updates::ToUpdates::new(oxigram_kit::channel(
+    let to_updates = outbound::ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);

@@ -2,7 +2,7 @@
 //! the owner-view reads.
 
 use oxigram_errors::{Error, ErrorCode, check_text, status};
-use oxigram_proto::internal::v1::{
+use oxigram_proto::messages::v1::{
     BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
     GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
     messages_server::Messages,

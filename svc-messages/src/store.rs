@@ -7,7 +7,7 @@ use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, upd
 use prost::Message as _;
 use sqlx::{PgConnection, PgPool, Row, postgres::PgRow};
 
-use crate::TO_UPDATES;
+use crate::outbound::{TO_UPDATES, new_message_event_id};
 
 /// A send that passed validation.
 pub struct NewMessage {
@@ -479,13 +479,6 @@ pub(crate) fn owner_views(
             }
         })
         .collect()
-}
-
-/// The id of the new-message event of one owner's box: derived, so a replayed send finds the
-/// pts its first attempt got.
-pub fn new_message_event_id(body_id: i64, owner_id: i64) -> uuid::Uuid {
-    // High half: a tag ("msg" + 0) and the body; low half: the owner.
-    uuid::Uuid::from_u64_pair(0x6d73_6700_0000_0000 ^ body_id as u64, owner_id as u64)
 }
 
 /// What a new message hands on: one event per owner for svc-updates (by the fast path), in

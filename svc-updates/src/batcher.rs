@@ -5,14 +5,14 @@
 //! spans workers waits for each of its parts.
 
 use oxigram_outbox::{Outbox, next_batch};
-use oxigram_proto::internal::v1::Appended;
+use oxigram_proto::updates::v1::Appended;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::{
-    handoff::HandOffs,
     log::{self, ValidEvent},
+    outbound::HandOffs,
 };
 
 /// Most events one shared transaction takes.

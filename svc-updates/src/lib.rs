@@ -8,18 +8,18 @@
 //! slices.
 
 mod batcher;
-mod handoff;
 mod log;
+mod outbound;
 mod service;
 
 use std::sync::Arc;
 
 use oxigram_kit::{Config, GrpcServer, startup};
 use oxigram_outbox::Outbox;
-use oxigram_proto::internal::v1::updates_server::UpdatesServer;
+use oxigram_proto::updates::v1::updates_server::UpdatesServer;
 use tokio_util::sync::CancellationToken;
 
-pub use handoff::{TO_DIALOGS, TO_DISPATCH};
+pub use outbound::{TO_DIALOGS, TO_DISPATCH};
 pub use service::UpdatesService;
 
 /// This service's Postgres schema.
@@ -35,11 +35,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
-    let to_dispatch = Arc::new(handoff::ToDispatch::new(dispatch));
+    let to_dispatch = Arc::new(outbound::ToDispatch::new(dispatch));
     let dialogs = oxigram_kit::channel(&config.services.dialogs.endpoint, config.rpc_timeout())?;
-    let to_dialogs = Arc::new(handoff::ToDialogs::new(dialogs));
+    let to_dialogs = Arc::new(outbound::ToDialogs::new(dialogs));
     let millis = std::time::Duration::from_millis;
-    let hand_offs = handoff::HandOffs::start(
+    let hand_offs = outbound::HandOffs::start(
         &outbox,
         (
             to_dispatch.clone(),

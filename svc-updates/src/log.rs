@@ -8,10 +8,10 @@ use std::{
 
 use oxigram_outbox::{NewRow, Outbox, Staged, StagedRow};
 use oxigram_proto::{
-    internal::v1::Appended,
     types::v1::{
         PtsUpdate, PushJob, Update, UpdateReadHistoryInbox, UpdatesState, UserEvent, update,
     },
+    updates::v1::Appended,
 };
 use prost::Message as _;
 use sqlx::{PgPool, Postgres, Row, postgres::PgArguments, query::QueryAs};

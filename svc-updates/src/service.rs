@@ -1,13 +1,13 @@
-//! The Updates gRPC service and the outbox destination that hands push jobs to svc-dispatch.
+//! The Updates gRPC service.
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_outbox::Outbox;
 use oxigram_proto::{
-    internal::v1::{
+    types::v1::{UpdatesState, UserEvent},
+    updates::v1::{
         AppendReadRequest, AppendReadResponse, AppendRequest, AppendResponse, GetDifferenceRequest,
         GetDifferenceResponse, GetStateRequest, updates_server::Updates,
     },
-    types::v1::{UpdatesState, UserEvent},
 };
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 use crate::{
     batcher::Batcher,
-    handoff::HandOffs,
     log::{self, ValidEvent},
+    outbound::HandOffs,
 };
 
 /// Most events one Append may carry.

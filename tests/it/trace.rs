@@ -59,13 +59,13 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
 
     let chain = [
         ("/oxigram.api.v1.Messages/SendMessage", None),
-        ("/oxigram.internal.v1.Messages/SendMessage", None),
+        ("/oxigram.messages.v1.Messages/SendMessage", None),
         ("messages.send_group", None),
-        ("/oxigram.internal.v1.Updates/Append", None),
+        ("/oxigram.updates.v1.Updates/Append", None),
         ("outbox.deliver", Some("dispatch")),
-        ("/oxigram.internal.v1.Dispatch/Enqueue", None),
+        ("/oxigram.dispatch.v1.Dispatch/Enqueue", None),
         ("outbox.deliver", Some("push")),
-        ("/oxigram.internal.v1.GatewayPush/Push", None),
+        ("/oxigram.gateway.v1.GatewayPush/Push", None),
     ];
     let spans = eventually(
         Duration::from_secs(10),
@@ -73,7 +73,7 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
         || async {
             let _ = provider.force_flush();
             let spans = exporter.get_finished_spans()?;
-            let dialogs = find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None).is_some();
+            let dialogs = find(&spans, "/oxigram.dialogs.v1.Dialogs/ApplyEvents", None).is_some();
             // A parent ends after its child: wait until the push's whole line has ended.
             let (push, to_push) = chain[chain.len() - 1];
             let line_ended = find(&spans, push, to_push)
@@ -122,7 +122,7 @@ async fn one_send_is_one_trace_across_every_hop() -> anyhow::Result<()> {
     let append_span = find(&spans, chain[3].0, None).context("append span")?;
     let to_dialogs = find(&spans, "outbox.deliver", Some("dialogs")).context("dialogs hand-off")?;
     let apply =
-        find(&spans, "/oxigram.internal.v1.Dialogs/ApplyEvents", None).context("dialogs span")?;
+        find(&spans, "/oxigram.dialogs.v1.Dialogs/ApplyEvents", None).context("dialogs span")?;
     assert_eq!(
         to_dialogs.parent_span_id,
         append_span.span_context.span_id()

@@ -5,10 +5,10 @@
 
 use anyhow::Context;
 use oxigram_proto::{
-    internal::v1::{
+    types::v1::{Update, UpdateReadHistoryInbox, UserEvent, update},
+    updates::v1::{
         AppendRequest, GetDifferenceRequest, GetStateRequest, updates_client::UpdatesClient,
     },
-    types::v1::{Update, UpdateReadHistoryInbox, UserEvent, update},
 };
 use oxigram_tests::{Mode, System};
 use tonic::transport::Channel;
@@ -251,8 +251,8 @@ async fn a_difference_never_answers_a_state_behind_its_updates() -> anyhow::Resu
 /// everything reaches them, and a read logged since keeps the watermark from going back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_is_brought_up_to_its_place_in_the_log() -> anyhow::Result<()> {
-    use oxigram_proto::internal::v1::AppendReadRequest;
     use oxigram_proto::types::v1::{Message, UpdateNewMessage};
+    use oxigram_proto::updates::v1::AppendReadRequest;
 
     let system = System::start(Mode::OneProcess).await?;
     let mut updates = updates_client(&system).await?;
@@ -340,7 +340,7 @@ async fn a_read_is_brought_up_to_its_place_in_the_log() -> anyhow::Result<()> {
 /// are refused until the missing ones arrive, and replays change nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
-    use oxigram_proto::internal::v1::{
+    use oxigram_proto::dialogs::v1::{
         ApplyEventsRequest, GetDialogsRequest, dialogs_client::DialogsClient,
     };
     use oxigram_proto::types::v1::{Message, UpdateNewMessage};

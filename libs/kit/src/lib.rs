@@ -8,7 +8,6 @@ pub mod local;
 pub mod server;
 pub mod shutdown;
 pub mod startup;
-pub mod to_updates;
 
 pub use client::{GrpcChannel, channel, refused, wait_serving};
 pub use config::{Config, ServiceAddr};

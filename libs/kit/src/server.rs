@@ -262,7 +262,7 @@ mod tests {
         let kept = answer("/oxigram.api.v1.Users/GetMe", Status::unimplemented("no")).await?;
         assert_eq!(kept.code(), Code::Unimplemented);
         let kept = answer(
-            "/oxigram.internal.v1.Messages/SendMessage",
+            "/oxigram.messages.v1.Messages/SendMessage",
             Status::internal("x"),
         )
         .await?;

@@ -51,6 +51,32 @@ impl FastPath {
     }
 }
 
+impl Outbox {
+    /// The fast path a producer awaits, when it needs the destination's answer (a send
+    /// answers with the pts its events got): `delivery` is the call carrying the rows `ids`
+    /// of `destination`. When it succeeds the rows leave the outbox; when it fails they stay
+    /// for the relay, and the answer is `None`.
+    pub async fn deliver_now<T, E: std::fmt::Display>(
+        &self,
+        destination: &'static str,
+        ids: &[i64],
+        delivery: impl Future<Output = Result<T, E>>,
+    ) -> Option<T> {
+        match delivery.await {
+            Ok(answer) => {
+                if !ids.is_empty() {
+                    self.ack(destination, ids.to_vec());
+                }
+                Some(answer)
+            }
+            Err(error) => {
+                tracing::warn!(destination, %error, "fast-path delivery failed; the relay will retry");
+                None
+            }
+        }
+    }
+}
+
 async fn deliver_loop<D: Destination>(
     outbox: Outbox,
     destination: Arc<D>,

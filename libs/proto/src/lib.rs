@@ -1,29 +1,32 @@
-//! Generated gRPC code: the client API (`api::v1`), the internal service APIs
-//! (`internal::v1`) and the domain types they share (`types::v1`), and the codec of the
-//! client API's servers (`codec`).
+//! Generated gRPC code, one module per proto package: the client API (`api::v1`), each
+//! internal service's API (`messages::v1`, `updates::v1`, `dialogs::v1`, `dispatch::v1`,
+//! `media::v1`, `gateway::v1`) and the domain types they share (`types::v1`); and the codec of
+//! the client API's servers (`codec`). An internal service's package holds its own API only:
+//! what two services both speak is in `types`. The generated `*_client` modules are the typed
+//! clients of every API.
 
 pub mod codec;
 
-#[allow(clippy::all, clippy::pedantic, missing_docs)]
-pub mod types {
-    pub mod v1 {
-        tonic::include_proto!("oxigram.types.v1");
-    }
+/// One proto package `oxigram.<name>.v1` as the module `<name>::v1`.
+macro_rules! package {
+    ($name:ident, $package:literal) => {
+        #[allow(clippy::all, clippy::pedantic, missing_docs)]
+        pub mod $name {
+            pub mod v1 {
+                tonic::include_proto!($package);
+            }
+        }
+    };
 }
 
-#[allow(clippy::all, clippy::pedantic, missing_docs)]
-pub mod api {
-    pub mod v1 {
-        tonic::include_proto!("oxigram.api.v1");
-    }
-}
-
-#[allow(clippy::all, clippy::pedantic, missing_docs)]
-pub mod internal {
-    pub mod v1 {
-        tonic::include_proto!("oxigram.internal.v1");
-    }
-}
+package!(types, "oxigram.types.v1");
+package!(api, "oxigram.api.v1");
+package!(messages, "oxigram.messages.v1");
+package!(updates, "oxigram.updates.v1");
+package!(dialogs, "oxigram.dialogs.v1");
+package!(dispatch, "oxigram.dispatch.v1");
+package!(media, "oxigram.media.v1");
+package!(gateway, "oxigram.gateway.v1");
 
 /// Encoded file descriptors of every package, for the gRPC reflection service.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("oxigram_descriptor");

@@ -76,12 +76,40 @@ impl RedisHandle {
     }
 }
 
-/// The route table, shared by the gateways (writers) and dispatch (reader).
+/// The route table as the gateways write it: a route lives `ttl` unless refreshed.
 #[derive(Clone)]
 pub struct Routes {
     redis: RedisHandle,
-    prefix: String,
+    keys: Keys,
     ttl: Duration,
+}
+
+/// The route table as dispatch reads it. Only the gateways write it ([`Routes`]), so a reader
+/// needs no route lifetime.
+#[derive(Clone)]
+pub struct RouteLookup {
+    redis: RedisHandle,
+    keys: Keys,
+}
+
+/// The names of the table's keys, under one installation's prefix.
+#[derive(Clone)]
+struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    fn user(&self, user_id: i64) -> String {
+        format!("{}routes:{user_id}", self.prefix)
+    }
+
+    fn marker(&self, push_endpoint: &str) -> String {
+        format!("{}gateway:{push_endpoint}", self.prefix)
+    }
+
+    fn live(&self) -> String {
+        format!("{}routes:live", self.prefix)
+    }
 }
 
 /// The routes of a lookup's users, and whether their absence means anything.
@@ -104,21 +132,11 @@ impl Routes {
     pub fn new(redis: RedisHandle, prefix: &str, ttl: Duration) -> Self {
         Self {
             redis,
-            prefix: prefix.to_owned(),
+            keys: Keys {
+                prefix: prefix.to_owned(),
+            },
             ttl,
         }
-    }
-
-    fn key(&self, user_id: i64) -> String {
-        format!("{}routes:{user_id}", self.prefix)
-    }
-
-    fn marker_key(&self, push_endpoint: &str) -> String {
-        format!("{}gateway:{push_endpoint}", self.prefix)
-    }
-
-    fn live_key(&self) -> String {
-        format!("{}routes:live", self.prefix)
     }
 
     fn ttl_secs(&self) -> u64 {
@@ -127,7 +145,7 @@ impl Routes {
 
     /// Registers (or refreshes) a device's route and extends the user's entry's lifetime.
     pub async fn register(&self, user_id: i64, route: &Route) -> redis::RedisResult<()> {
-        let key = self.key(user_id);
+        let key = self.keys.user(user_id);
         let value = format!("{}|{}", route.epoch, route.push_endpoint);
         let mut pipe = redis::pipe();
         pipe.atomic()
@@ -153,7 +171,7 @@ impl Routes {
             let chunk = chunks.next().unwrap_or_default();
             let mut pipe = redis::pipe();
             for (user_id, route) in chunk {
-                let key = self.key(*user_id);
+                let key = self.keys.user(*user_id);
                 let value = format!("{}|{}", route.epoch, route.push_endpoint);
                 pipe.hset(&key, route.auth_key_id, value)
                     .ignore()
@@ -161,9 +179,9 @@ impl Routes {
                     .ignore();
             }
             if chunks.peek().is_none() {
-                pipe.set_ex(self.marker_key(push_endpoint), 1, ttl)
+                pipe.set_ex(self.keys.marker(push_endpoint), 1, ttl)
                     .ignore()
-                    .set_ex(self.live_key(), 1, ttl)
+                    .set_ex(self.keys.live(), 1, ttl)
                     .ignore();
                 return self.redis.query(&pipe).await;
             }
@@ -175,7 +193,7 @@ impl Routes {
     /// Redis lost its keys (restart, FLUSHALL) or the marker expired.
     pub async fn marker_present(&self, push_endpoint: &str) -> redis::RedisResult<bool> {
         let mut pipe = redis::pipe();
-        pipe.exists(self.marker_key(push_endpoint));
+        pipe.exists(self.keys.marker(push_endpoint));
         let (present,): (bool,) = self.redis.query(&pipe).await?;
         Ok(present)
     }
@@ -185,12 +203,24 @@ impl Routes {
         let mut conn = self.redis.connection();
         let value = format!("{}|{}", route.epoch, route.push_endpoint);
         redis::Script::new(UNREGISTER)
-            .key(self.key(user_id))
+            .key(self.keys.user(user_id))
             .arg(route.auth_key_id)
             .arg(value)
             .invoke_async::<i64>(&mut conn)
             .await?;
         Ok(())
+    }
+}
+
+impl RouteLookup {
+    /// No connection is made until the first call.
+    pub fn new(redis: RedisHandle, prefix: &str) -> Self {
+        Self {
+            redis,
+            keys: Keys {
+                prefix: prefix.to_owned(),
+            },
+        }
     }
 
     /// The online devices of several users, and whether the table is whole, in one pipelined
@@ -201,9 +231,9 @@ impl Routes {
         users.dedup();
         let mut pipe = redis::pipe();
         for user in &users {
-            pipe.hgetall(self.key(*user));
+            pipe.hgetall(self.keys.user(*user));
         }
-        pipe.exists(self.live_key());
+        pipe.exists(self.keys.live());
         let mut values: Vec<redis::Value> = self.redis.query(&pipe).await?;
         let live = match values.pop() {
             Some(value) => redis::from_redis_value::<bool>(value)?,

@@ -27,7 +27,7 @@ use futures::{StreamExt, stream};
 use oxigram_client::{Client, Deadline};
 use oxigram_proto::{
     api::v1::SendMessageRequest,
-    internal::v1::{EnqueueRequest, dispatch_client::DispatchClient},
+    dispatch::v1::{EnqueueRequest, dispatch_client::DispatchClient},
     types::v1::{Message, PtsUpdate, PushJob, Update, UpdateNewMessage, update},
 };
 use serde_json::{Value, json};

@@ -1,4 +1,7 @@
-//! Pushing claimed jobs to the gateway instances that hold the users' online devices.
+//! Everything svc-dispatch sends to other services. One arrow: push jobs, to the gateway
+//! instances that hold their users' online devices. Jobs are this service's outbox rows,
+//! written by `Enqueue`; right after commit the fast path pushes them, and the relay pushes
+//! whatever that missed, with backoff.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -9,19 +12,23 @@ use std::{
 use oxigram_kit::GrpcChannel;
 use oxigram_outbox::{Destination, OutboxMessage, Refused, decode_payloads};
 use oxigram_proto::{
-    internal::v1::{PushRequest, gateway_push_client::GatewayPushClient},
+    gateway::v1::{PushRequest, gateway_push_client::GatewayPushClient},
     types::v1::PushJob,
 };
-use oxigram_routes::Routes;
+use oxigram_routes::RouteLookup;
 
+/// The outbox destination of push jobs: the gateways.
+pub const TO_GATEWAYS: &str = "push";
+
+/// The gateways, each reached at the push endpoint its routes name.
 pub struct ToGateways {
-    routes: Routes,
+    routes: RouteLookup,
     timeout: Duration,
     clients: Mutex<HashMap<String, GatewayPushClient<GrpcChannel>>>,
 }
 
 impl ToGateways {
-    pub fn new(routes: Routes, timeout: Duration) -> Self {
+    pub fn new(routes: RouteLookup, timeout: Duration) -> Self {
         Self {
             routes,
             timeout,
@@ -46,7 +53,7 @@ impl ToGateways {
 }
 
 impl Destination for ToGateways {
-    const NAME: &'static str = crate::TO_GATEWAYS;
+    const NAME: &'static str = TO_GATEWAYS;
 
     async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
         let jobs: Vec<PushJob> = decode_payloads(batch)?;

@@ -1,7 +1,8 @@
-//! What svc-updates hands on after logging events, and where: push jobs to svc-dispatch, and
-//! the logged events with their pts to svc-dialogs, which keeps each user's dialogs as a
-//! projection of her log, applied in pts order. Both are outbox destinations; right after
-//! commit a fast path delivers each at once.
+//! Everything svc-updates sends to other services, after logging events: push jobs to
+//! svc-dispatch, and the logged events with their pts to svc-dialogs, which keeps each user's
+//! dialogs as a projection of her log, applied in pts order. Both are outbox destinations,
+//! their rows written in the append's transaction (each event's rows keep its event id, so
+//! both receivers deduplicate); right after commit a fast path delivers each at once.
 
 use std::{sync::Arc, time::Duration};
 
@@ -10,10 +11,8 @@ use oxigram_outbox::{
     Destination, FastPath, NewRow, Outbox, OutboxMessage, Refused, decode_payloads,
 };
 use oxigram_proto::{
-    internal::v1::{
-        ApplyEventsRequest, EnqueueRequest, dialogs_client::DialogsClient,
-        dispatch_client::DispatchClient,
-    },
+    dialogs::v1::{ApplyEventsRequest, dialogs_client::DialogsClient},
+    dispatch::v1::{EnqueueRequest, dispatch_client::DispatchClient},
     types::v1::PushJob,
 };
 
