@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use oxigram::Target;
 use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
-use oxigram_tests::{Mode, System, eventually};
+use oxigram_tests::{Mode, System, TestClient, eventually};
 use prost::Message as _;
 use sqlx::Row;
 
@@ -39,16 +39,7 @@ async fn recovers(mode: Mode) -> anyhow::Result<()> {
         "one event per owner waits in the outbox, in one row"
     );
 
-    system.start_service(Target::Updates)?;
-    system.wait_serving(Target::Updates).await?;
-
-    let diff = eventually(Duration::from_secs(20), "Bob's difference", || async {
-        let d = bob.difference(0).await?;
-        Ok((!d.updates.is_empty()).then_some(d))
-    })
-    .await?;
-    assert_eq!(diff.updates.len(), 1);
-    assert_eq!(diff.new_messages[0].text, "sent while updates is down");
+    updates_back_and_bob_has(&mut system, &bob, "sent while updates is down").await?;
 
     eventually(Duration::from_secs(20), "the outbox to drain", || async {
         let left: i64 = sqlx::query_scalar(
@@ -224,15 +215,7 @@ async fn an_outage_outlasting_the_attempts_loses_nothing() -> anyhow::Result<()>
         "an unreachable destination never fails a row for good"
     );
 
-    system.start_service(Target::Updates)?;
-    system.wait_serving(Target::Updates).await?;
-    let diff = eventually(Duration::from_secs(20), "Bob's difference", || async {
-        let d = bob.difference(0).await?;
-        Ok((!d.updates.is_empty()).then_some(d))
-    })
-    .await?;
-    assert_eq!(diff.updates.len(), 1);
-    assert_eq!(diff.new_messages[0].text, "sent during a long outage");
+    updates_back_and_bob_has(&mut system, &bob, "sent during a long outage").await?;
     Ok(())
 }
 
@@ -326,5 +309,24 @@ async fn only_permanent_refusals_end_in_failure() -> anyhow::Result<()> {
     stop.cancel();
     running.await?;
     assert_eq!(gauge("oxigram_outbox_failed_rows"), Some(1.0));
+    Ok(())
+}
+
+/// Starts svc-updates again and waits until Bob's difference holds exactly the one message
+/// sent while it was down.
+async fn updates_back_and_bob_has(
+    system: &mut System,
+    bob: &TestClient,
+    text: &str,
+) -> anyhow::Result<()> {
+    system.start_service(Target::Updates)?;
+    system.wait_serving(Target::Updates).await?;
+    let diff = eventually(Duration::from_secs(20), "Bob's difference", || async {
+        let d = bob.difference(0).await?;
+        Ok((!d.updates.is_empty()).then_some(d))
+    })
+    .await?;
+    assert_eq!(diff.updates.len(), 1);
+    assert_eq!(diff.new_messages[0].text, text);
     Ok(())
 }

@@ -32,6 +32,18 @@ async fn dialog_with(
     Ok(page.dialogs.into_iter().find(|d| d.peer_user_id == peer))
 }
 
+/// The hash of a login code sent to `phone`, for the sign-in and sign-up requests that follow.
+async fn phone_code_hash(device: &TestClient, phone: &str) -> anyhow::Result<String> {
+    Ok(device
+        .auth()
+        .send_code(SendCodeRequest {
+            phone: phone.into(),
+        })
+        .await?
+        .into_inner()
+        .phone_code_hash)
+}
+
 async fn user(system: &System, phone: &str, name: &str) -> anyhow::Result<TestClient> {
     let mut c = system.device().await?;
     c.sign_up(phone, name).await?;
@@ -122,14 +134,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
         })
         .await;
     expect_code(bad_phone, "PHONE_NUMBER_INVALID");
-    let hash = fresh
-        .auth()
-        .send_code(SendCodeRequest {
-            phone: "15554009".into(),
-        })
-        .await?
-        .into_inner()
-        .phone_code_hash;
+    let hash = phone_code_hash(&fresh, "15554009").await?;
     let sign_in = fresh
         .auth()
         .sign_in(SignInRequest {
@@ -139,14 +144,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
         })
         .await;
     expect_code(sign_in, "PHONE_NUMBER_UNOCCUPIED");
-    let taken_hash = fresh
-        .auth()
-        .send_code(SendCodeRequest {
-            phone: "15554001".into(),
-        })
-        .await?
-        .into_inner()
-        .phone_code_hash;
+    let taken_hash = phone_code_hash(&fresh, "15554001").await?;
     let sign_up =
         |phone: &str, phone_code_hash: &str, code: &str, first_name: &str| SignUpRequest {
             phone: phone.into(),
