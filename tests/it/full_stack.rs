@@ -3,17 +3,13 @@
 //! then updates are stopped and started again mid-traffic: nothing is lost and every device
 //! converges.
 
-use std::{
-    collections::BTreeSet,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::BTreeSet, convert::Infallible, time::Duration};
 
 use anyhow::Context;
-use oxigram_proto::{
-    api::v1::stream_event,
-    types::v1::{PtsUpdate, update},
+use oxigram_client::{
+    CatchUp, Client, During, Event, Sequencer, State, StreamOptions, StreamStats, UpdateStream,
 };
+use oxigram_proto::types::v1::{PtsUpdate, update};
 use oxigram_tests::TestClient;
 use testcontainers_modules::{
     postgres::Postgres,
@@ -24,6 +20,7 @@ use testcontainers_modules::{
         runners::AsyncRunner,
     },
 };
+use tokio::sync::watch;
 
 const SERVICES: [(&str, u16); 6] = [
     ("media", 7715),
@@ -34,94 +31,98 @@ const SERVICES: [(&str, u16); 6] = [
     ("gateway", 7710),
 ];
 
-/// What one device applied, by the client rules: contiguous pts only, gaps filled by
-/// getDifference when they persist (after 1 s, as Telegram's clients do).
-#[derive(Default)]
-struct Applied {
-    pts: i32,
+/// The text of a new message update.
+fn message_text(u: &PtsUpdate) -> Option<String> {
+    match u.update.as_ref()?.kind.as_ref()? {
+        update::Kind::NewMessage(n) => n.message.as_ref().map(|m| m.text.clone()),
+        _ => None,
+    }
+}
+
+/// What an online device has applied so far.
+#[derive(Clone, Default)]
+struct Received {
     messages: BTreeSet<String>,
+    stats: StreamStats,
 }
 
-fn note(applied: &mut Applied, u: &PtsUpdate) {
-    if let Some(update::Kind::NewMessage(n)) = u.update.as_ref().and_then(|u| u.kind.as_ref())
-        && let Some(m) = &n.message
-    {
-        applied.messages.insert(m.text.clone());
-    }
-}
-
-async fn catch_up(client: &TestClient, applied: &Mutex<Applied>) -> anyhow::Result<()> {
-    let from = applied.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.pts;
-    let (slices, pts) = client.full_difference(from).await?;
-    let mut a = applied.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-    for d in &slices {
-        for m in &d.new_messages {
-            a.messages.insert(m.text.clone());
-        }
-    }
-    a.pts = a.pts.max(pts);
-    Ok(())
-}
-
-/// An online device: applies its stream, and catches up when a gap lasts.
+/// An online device: follows its update stream by the client's rules (`UpdateStream`: the
+/// live stream in pts order, gaps filled by getDifference after the gap wait, a failed
+/// catch-up retried), publishing what it applied.
 fn online(
-    client: TestClient,
+    device: &TestClient,
 ) -> (
-    Arc<Mutex<Applied>>,
-    tokio::task::JoinHandle<anyhow::Result<()>>,
+    watch::Receiver<Received>,
+    tokio::task::JoinHandle<anyhow::Result<Infallible>>,
 ) {
-    let applied = Arc::new(Mutex::new(Applied::default()));
-    let state = applied.clone();
+    let (received, watching) = watch::channel(Received::default());
+    let client = Client::clone(device);
     let task = tokio::spawn(async move {
-        let outcome = follow(&client, &state).await;
+        let outcome = follow(client, &received).await;
         if let Err(err) = &outcome {
             eprintln!("full stack: device task failed: {err:#}");
         }
         outcome
     });
-    (applied, task)
+    (watching, task)
 }
 
 /// Applies one device's stream until the test ends.
-async fn follow(client: &TestClient, state: &Mutex<Applied>) -> anyhow::Result<()> {
-    let mut stream = client.stream(0).await?;
-    let mut gap_since: Option<tokio::time::Instant> = None;
+async fn follow(client: Client, received: &watch::Sender<Received>) -> anyhow::Result<Infallible> {
+    let options = StreamOptions {
+        gap_wait: Duration::from_secs(1),
+        // The gateway stays up in this test: a lost stream is a failure, not something to
+        // reconnect from.
+        max_reconnects: Some(0),
+        ..StreamOptions::default()
+    };
+    let mut updates = UpdateStream::open(client, State::default(), options).await?;
     loop {
-        let next = tokio::time::timeout(Duration::from_millis(300), stream.message()).await;
-        match next {
-            Ok(Ok(Some(event))) => match event.kind {
-                Some(stream_event::Kind::Update(u)) => {
-                    let mut a = state.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-                    if u.pts - u.pts_count == a.pts {
-                        note(&mut a, &u);
-                        a.pts = u.pts;
-                        gap_since = None;
-                    } else if u.pts > a.pts {
-                        gap_since.get_or_insert_with(tokio::time::Instant::now);
-                    }
-                }
-                Some(stream_event::Kind::DifferenceNeeded(_)) => {
-                    gap_since.get_or_insert_with(tokio::time::Instant::now);
-                }
-                None => {}
-            },
-            Ok(Ok(None)) | Ok(Err(_)) => {
-                // The gateway stays up in this test; a broken stream is a failure.
-                anyhow::bail!("the update stream ended");
+        match updates.next().await {
+            Event::Update(applied) => {
+                let stats = updates.stats();
+                received.send_modify(|r| {
+                    r.messages.extend(message_text(&applied.update));
+                    r.stats = stats;
+                });
             }
-            Err(_) => {}
-        }
-        if gap_since.is_some_and(|t| t.elapsed() > Duration::from_secs(1)) {
-            // While updates is down the difference fails too: a client tries again later.
-            match catch_up(client, state).await {
-                Ok(()) => gap_since = None,
-                Err(err) => {
-                    eprintln!("full stack: catch-up failed, retrying: {err:#}");
-                    gap_since = Some(tokio::time::Instant::now());
-                }
+            Event::Failed {
+                during: During::CatchUp,
+                error,
+            } => {
+                // While updates is down the difference fails too: the stream retries it after
+                // another gap wait.
+                eprintln!("full stack: catch-up failed, retrying: {error}");
             }
+            Event::Failed { during, error } => {
+                anyhow::bail!("the update stream failed ({during:?}): {error}")
+            }
+            Event::TooLong { pts } => {
+                anyhow::bail!("the difference was too long to replay (state jumped to {pts})")
+            }
+            Event::Gap { .. } | Event::Resumed { .. } => {}
         }
     }
+}
+
+/// The messages of every update after pts 0, by getDifference slice after slice, as a device
+/// that was offline all along applies them.
+async fn catch_up(device: &TestClient) -> anyhow::Result<BTreeSet<String>> {
+    let mut seq = Sequencer::new(State::default());
+    let mut messages = BTreeSet::new();
+    let outcome = device
+        .catch_up(&mut seq, |u, _| messages.extend(message_text(&u)))
+        .await?;
+    anyhow::ensure!(
+        outcome == CatchUp::Done,
+        "the difference was too long to replay: {outcome:?}"
+    );
+    anyhow::ensure!(
+        seq.discontinuities() == 0,
+        "the update log has {} holes",
+        seq.discontinuities()
+    );
+    Ok(messages)
 }
 
 async fn service(
@@ -232,8 +233,8 @@ async fn containers_survive_dispatch_and_updates_restarts() -> anyhow::Result<()
     let bob_id = bob_phone.sign_up("15559002", "Bob").await?.id;
     let mut bob_laptop = TestClient::new(&gateway).await?; // offline until the end
     bob_laptop.sign_in("15559002").await?;
-    let (tablet_applied, tablet_task) = online(alice_tablet);
-    let (phone_applied, phone_task) = online(bob_phone);
+    let (tablet_received, tablet_task) = online(&alice_tablet);
+    let (phone_received, phone_task) = online(&bob_phone);
     tokio::time::sleep(Duration::from_millis(500)).await; // streams registered
 
     const N: usize = 60;
@@ -256,53 +257,30 @@ async fn containers_survive_dispatch_and_updates_restarts() -> anyhow::Result<()
     }
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-    let count = |a: &Arc<Mutex<Applied>>| a.lock().map(|a| a.messages.len()).unwrap_or(0);
-    while (count(&tablet_applied) < N || count(&phone_applied) < N)
-        && tokio::time::Instant::now() < deadline
-    {
-        for task in [&tablet_task, &phone_task] {
-            anyhow::ensure!(
-                !task.is_finished(),
-                "a device task stopped (its error is above)"
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let laptop = Mutex::new(Applied::default());
-    catch_up(&bob_laptop, &laptop).await?;
-    let by_diff = alice.full_difference(0).await?.0;
-    let alice_own: BTreeSet<String> = by_diff
-        .iter()
-        .flat_map(|d| d.new_messages.iter().map(|m| m.text.clone()))
-        .collect();
-
-    let report = [
-        ("alice (sender, getDifference)", alice_own),
-        (
-            "alice-tablet (stream)",
-            tablet_applied
-                .lock()
-                .map_err(|_| anyhow::anyhow!("poisoned"))?
-                .messages
-                .clone(),
-        ),
-        (
-            "bob-phone (stream)",
-            phone_applied
-                .lock()
-                .map_err(|_| anyhow::anyhow!("poisoned"))?
-                .messages
-                .clone(),
-        ),
-        (
-            "bob-laptop (offline, getDifference)",
-            laptop
-                .lock()
-                .map_err(|_| anyhow::anyhow!("poisoned"))?
-                .messages
-                .clone(),
-        ),
+    let mut online_devices = [
+        ("alice-tablet (stream)", tablet_received, tablet_task),
+        ("bob-phone (stream)", phone_received, phone_task),
     ];
+    for (device, received, task) in &mut online_devices {
+        let all = tokio::time::timeout_at(deadline, received.wait_for(|r| r.messages.len() >= N));
+        if let Ok(Err(_)) = all.await {
+            // The task dropped its sender: it failed.
+            match task.await? {
+                Ok(never) => match never {},
+                Err(err) => return Err(err.context(format!("{device} stopped"))),
+            }
+        }
+    }
+    let laptop = catch_up(&bob_laptop).await?;
+    let alice_own = catch_up(&alice).await?;
+
+    let mut report = vec![("alice (sender, getDifference)", alice_own)];
+    for (device, received, _) in &online_devices {
+        let received = received.borrow();
+        println!("full stack: {device}: {:?}", received.stats);
+        report.push((*device, received.messages.clone()));
+    }
+    report.push(("bob-laptop (offline, getDifference)", laptop));
     println!("full stack: sent {} messages", sent.len());
     for (device, got) in &report {
         println!("full stack: {device}: received {}", got.len());
@@ -313,8 +291,9 @@ async fn containers_survive_dispatch_and_updates_restarts() -> anyhow::Result<()
             "{device} converged to exactly the messages sent"
         );
     }
-    tablet_task.abort();
-    phone_task.abort();
+    for (_, _, task) in &online_devices {
+        task.abort();
+    }
     drop(containers);
     drop((postgres, redis));
     Ok(())
