@@ -7,6 +7,8 @@
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
 
 mod group_commit;
+mod rows;
+mod send;
 mod service;
 mod store;
 
@@ -24,7 +26,8 @@ pub const SCHEMA: &str = "messages";
 /// Outbox destination.
 pub use oxigram_kit::to_updates::TO_UPDATES;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// This service's own migrations (the outbox's and the storage policy follow them).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-messages until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {

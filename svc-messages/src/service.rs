@@ -13,7 +13,8 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     group_commit::GroupCommit,
-    store::{self, HistoryWindow, NewMessage},
+    send::NewMessage,
+    store::{self, HistoryWindow},
 };
 
 /// Longest text, in Unicode code points.

@@ -25,7 +25,8 @@ pub use service::UpdatesService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "updates";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// This service's own migrations (the outbox's and the storage policy follow them).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-updates until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
