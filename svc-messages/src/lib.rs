@@ -24,7 +24,8 @@ pub const SCHEMA: &str = "messages";
 /// Outbox destination.
 pub use oxigram_kit::to_updates::TO_UPDATES;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-messages until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
