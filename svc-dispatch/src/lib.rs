@@ -23,7 +23,8 @@ pub const SCHEMA: &str = "dispatch";
 /// Outbox destination of push jobs: the gateways.
 pub const TO_GATEWAYS: &str = "push";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-dispatch until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {

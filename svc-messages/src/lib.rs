@@ -26,7 +26,7 @@ pub const SCHEMA: &str = "messages";
 /// Outbox destination.
 pub use oxigram_kit::to_updates::TO_UPDATES;
 
-/// This service's own migrations (the outbox's and the storage policy follow them).
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-messages until `shutdown`.

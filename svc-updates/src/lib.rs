@@ -25,7 +25,7 @@ pub use service::UpdatesService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "updates";
 
-/// This service's own migrations (the outbox's and the storage policy follow them).
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-updates until `shutdown`.
