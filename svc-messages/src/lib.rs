@@ -8,9 +8,9 @@
 
 mod group_commit;
 mod rows;
-mod send;
+pub mod send;
 mod service;
-mod store;
+pub mod store;
 
 use std::sync::Arc;
 

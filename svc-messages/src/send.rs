@@ -56,7 +56,10 @@ pub enum SendOutcome {
     Sent(Sent),
     /// The key was used before with the same request: the original message, unchanged, and
     /// the sender's event of it (svc-updates answers it with the pts it got the first time).
-    Replayed { message: Message, event: UserEvent },
+    Replayed {
+        message: Message,
+        event: UserEvent,
+    },
     /// The key was used before with a different request.
     KeyReused,
     /// reply_to_msg_id names no message of this dialog in the sender's box.
@@ -78,7 +81,10 @@ pub async fn send(
             .into_iter()
             .partition(|&i| keys.insert((sends[i].sender_id, sends[i].random_id)));
         let batch: Vec<&NewMessage> = now.iter().map(|&i| &sends[i]).collect();
-        for (i, outcome) in now.into_iter().zip(send_distinct(pool, outbox, &batch).await?) {
+        for (i, outcome) in now
+            .into_iter()
+            .zip(send_distinct(pool, outbox, &batch).await?)
+        {
             outcomes[i] = Some(outcome);
         }
         waiting = later;
@@ -225,7 +231,10 @@ async fn send_distinct(
         });
         let staged = outbox.stage(composed.iter().flat_map(|(_, c)| &c.rows));
         let query = sqlx::query_as(WRITE.as_str());
-        let query = KeyRow::bind(&released, BoxRow::bind(&boxes, BodyRow::bind(&bodies, query)));
+        let query = KeyRow::bind(
+            &released,
+            BoxRow::bind(&boxes, BodyRow::bind(&bodies, query)),
+        );
         let returned = staged.bind(query).fetch_all(&mut *tx).await?;
         let mut ids = staged.ids(returned)?.into_iter();
         for (at, c) in composed {

@@ -40,11 +40,11 @@ pub async fn blocked(
     limit: i32,
 ) -> Result<Vec<i64>, sqlx::Error> {
     sqlx::query_scalar(include_str!("../sql/blocked.sql"))
-    .bind(owner)
-    .bind(after)
-    .bind(limit as i64)
-    .fetch_all(pool)
-    .await
+        .bind(owner)
+        .bind(after)
+        .bind(limit as i64)
+        .fetch_all(pool)
+        .await
 }
 
 /// A history window, checked and clamped at the boundary.

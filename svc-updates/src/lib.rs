@@ -9,7 +9,7 @@
 
 mod batcher;
 mod handoff;
-mod log;
+pub mod log;
 mod service;
 
 use std::sync::Arc;

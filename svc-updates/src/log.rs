@@ -13,11 +13,11 @@ use oxigram_proto::{
         PtsUpdate, PushJob, Update, UpdateReadHistoryInbox, UpdatesState, UserEvent, update,
     },
 };
-use prost::Message as _;
 use oxigram_storage::{
     batch_row,
     unnest::{BatchRow, Statement},
 };
+use prost::Message as _;
 use sqlx::{Executor, PgConnection, PgPool, Postgres, Row};
 use uuid::Uuid;
 
