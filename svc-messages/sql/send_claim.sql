@@ -1,37 +1,24 @@
 -- The first statement of a batch of sends, one row per send and owner (a send that takes no
 -- box id has one row and no owner). It claims every key, each with a fresh body id (primary
 -- key of idempotency_keys, keys ascending, so batches never deadlock on each other; a send
--- whose key a running transaction holds waits here for it to end). For the sends that claimed
--- their key it finds the message replied to in the sender's box (primary key of
--- message_boxes) and the recipient's box of the same body (index message_boxes_body), sees
--- whether the recipient blocked the sender (primary key of blocks), and takes the box ids of
--- every owner at once (primary key of box_sequences, owners ascending). A send whose key was
--- used before, or whose reply names no message of its dialog, takes no box id.
+-- whose key a running transaction holds waits here for it to end). For each send that claimed
+-- its key and whose reply (if any) the replies pre-pass found, it sees whether the recipient
+-- blocked the sender (primary key of blocks) and takes the box ids of every owner at once
+-- (primary key of box_sequences, owners ascending). A send whose key was used before, or
+-- whose reply names no message of its dialog, takes no box id.
 WITH s AS MATERIALIZED (
     SELECT u.*, nextval('message_bodies_id_seq') AS body_id
     FROM {sends} WITH ORDINALITY
-        AS u(sender_id, random_id, request_hash, peer_user_id, reply_to_box_id, n)
+        AS u(sender_id, random_id, request_hash, peer_user_id, reply_valid, n)
 ), claim AS (
     INSERT INTO idempotency_keys (sender_id, random_id, request_hash, body_id)
     SELECT sender_id, random_id, request_hash, body_id FROM s ORDER BY sender_id, random_id
     ON CONFLICT (sender_id, random_id) DO NOTHING
     RETURNING sender_id, random_id
 ), claimed AS MATERIALIZED (
-    SELECT s.n, s.sender_id, s.peer_user_id,
-           s.reply_to_box_id = 0 OR r.body_id IS NOT NULL AS reply_valid,
-           coalesce(r.recipient_box_id, 0) AS recipient_reply_box_id
+    SELECT s.n, s.sender_id, s.peer_user_id, s.reply_valid
     FROM s
     JOIN claim c ON c.sender_id = s.sender_id AND c.random_id = s.random_id
-    LEFT JOIN LATERAL (
-        SELECT replied.body_id,
-               (SELECT box_id FROM message_boxes
-                WHERE owner_id = s.peer_user_id AND body_id = replied.body_id
-                LIMIT 1) AS recipient_box_id
-        FROM message_boxes replied
-        WHERE s.reply_to_box_id <> 0
-          AND replied.owner_id = s.sender_id AND replied.box_id = s.reply_to_box_id
-          AND replied.peer_user_id = s.peer_user_id AND NOT replied.deleted
-    ) r ON true
 ), owners AS MATERIALIZED (
     -- A recipient who blocked the sender gets no box: no box id, no event, no push.
     SELECT c.n, o.owner_id
@@ -56,7 +43,6 @@ SELECT s.n,
        s.body_id,
        c.n IS NOT NULL AS claimed,
        coalesce(c.reply_valid, false) AS reply_valid,
-       coalesce(c.recipient_reply_box_id, 0) AS recipient_reply_box_id,
        o.owner_id,
        q.last_box_id - count(*) OVER (PARTITION BY o.owner_id)
            + row_number() OVER (PARTITION BY o.owner_id ORDER BY o.n) AS box_id

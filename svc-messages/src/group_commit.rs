@@ -121,7 +121,7 @@ async fn hand_off(
             }) => {
                 let own = updates_events
                     .iter()
-                    .find(|e| e.user_id == send.sender_id)
+                    .find(|e| e.user_id == send.request.sender_id)
                     .map(|e| e.event_id.clone())
                     .unwrap_or_default();
                 waiting.push((own, message, reply));

@@ -2,7 +2,7 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::types::v1::Message;
+use oxigram_proto::{internal::v1::SendMessageRequest, types::v1::Message};
 use oxigram_storage::batch_row;
 
 batch_row! {
@@ -48,6 +48,18 @@ impl BoxRow {
 }
 
 impl BodyRow {
+    /// The body of a new message `id`, sent now (`date`).
+    pub fn new(id: i64, request: &SendMessageRequest, date: i64) -> Self {
+        Self {
+            id,
+            sender_id: request.sender_id,
+            text: request.text.clone(),
+            date,
+            silent: request.silent,
+            noforwards: request.noforwards,
+        }
+    }
+
     /// The new message as `owner_id` sees it in her box `box_id`, the message being sent to
     /// `recipient_id`.
     pub fn view(

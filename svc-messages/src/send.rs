@@ -1,7 +1,8 @@
 //! The send transaction. Sends go in batches (the group commit's; a single send is a batch of
 //! one), and a batch costs the same two statements whatever its size: the first claims every
-//! key, resolves every reply and takes every owner's box ids (sql/send_claim.sql), the second
-//! writes the bodies, the boxes and the outbox rows (sql/send_write.sql). Each statement is a
+//! key and takes every owner's box ids (sql/send_claim.sql), the second writes the bodies, the
+//! boxes and the outbox rows (sql/send_write.sql). A batch with replies first resolves them
+//! all in one more statement, the replies pre-pass (sql/send_replies.sql). Each statement is a
 //! round trip, and under load every round trip waits for the backend and then for this task to
 //! be scheduled again, so their number, not the rows they carry, is what a send's latency is
 //! made of.
@@ -14,7 +15,10 @@
 use std::{collections::HashSet, sync::LazyLock};
 
 use oxigram_outbox::{NewRow, Outbox, Staged};
-use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
+use oxigram_proto::{
+    internal::v1::SendMessageRequest,
+    types::v1::{Message, Update, UpdateNewMessage, UserEvent, update},
+};
 use oxigram_storage::{
     batch_row,
     unnest::{BatchRow, Statement},
@@ -30,14 +34,9 @@ use crate::{
 
 /// A send that passed validation.
 pub struct NewMessage {
-    pub sender_id: i64,
-    pub peer_user_id: i64,
-    pub random_id: i64,
-    pub text: String,
-    pub reply_to_msg_id: i64,
-    pub silent: bool,
-    pub noforwards: bool,
-    pub auth_key_id: i64,
+    /// The request as the service checked it.
+    pub request: SendMessageRequest,
+    /// What makes two sends with one key the same request.
     pub request_hash: Vec<u8>,
     /// The trace of the request: the events continue it.
     pub traceparent: Option<String>,
@@ -79,7 +78,7 @@ pub async fn send(
         let mut keys = HashSet::new();
         let (now, later): (Vec<usize>, Vec<usize>) = waiting
             .into_iter()
-            .partition(|&i| keys.insert((sends[i].sender_id, sends[i].random_id)));
+            .partition(|&i| keys.insert((sends[i].request.sender_id, sends[i].request.random_id)));
         let batch: Vec<&NewMessage> = now.iter().map(|&i| &sends[i]).collect();
         for (i, outcome) in now
             .into_iter()
@@ -102,7 +101,8 @@ batch_row! {
         random_id: i64,
         request_hash: Vec<u8>,
         peer_user_id: i64,
-        reply_to_box_id: i64,
+        /// No reply, or the replies pre-pass found the message it names.
+        reply_valid: bool,
     }
 }
 
@@ -114,7 +114,6 @@ struct ClaimRow {
     body_id: i64,
     claimed: bool,
     reply_valid: bool,
-    recipient_reply_box_id: i64,
     owner_id: Option<i64>,
     box_id: Option<i64>,
 }
@@ -128,9 +127,19 @@ enum Claim {
     /// Claimed, with the box id of each owner (ascending owners).
     Boxes {
         body_id: i64,
-        recipient_reply: i64,
         box_ids: Vec<(i64, i64)>,
     },
+}
+
+/// What the replies pre-pass found of one send's reply.
+#[derive(Clone, Copy, PartialEq)]
+enum Reply {
+    /// Not a reply.
+    None,
+    /// The message replied to, and the recipient's box id of it (0: she has none).
+    Found { recipient_box_id: i64 },
+    /// It names no message of this dialog in the sender's box.
+    Invalid,
 }
 
 batch_row! {
@@ -165,7 +174,8 @@ async fn send_distinct(
     sends: &[&NewMessage],
 ) -> Result<Vec<SendOutcome>, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    let claims = claim(&mut tx, sends).await?;
+    let replies = replies(&mut tx, sends).await?;
+    let claims = claim(&mut tx, sends, &replies).await?;
 
     let used: Vec<&NewMessage> = sends
         .iter()
@@ -180,37 +190,33 @@ async fn send_distinct(
     // The sends that took box ids: their outcome once the outbox ids are known.
     let mut composed = Vec::new();
     let mut outcomes: Vec<Option<SendOutcome>> = Vec::with_capacity(sends.len());
-    for (m, c) in sends.iter().zip(claims) {
+    for ((m, c), reply) in sends.iter().zip(claims).zip(replies) {
         outcomes.push(match c {
             Claim::Used => replays.next(),
             Claim::ReplyInvalid => {
                 released.push(KeyRow {
-                    sender_id: m.sender_id,
-                    random_id: m.random_id,
+                    sender_id: m.request.sender_id,
+                    random_id: m.request.random_id,
                 });
                 Some(SendOutcome::ReplyInvalid)
             }
-            Claim::Boxes {
-                body_id,
-                recipient_reply,
-                box_ids,
-            } => {
-                let body = BodyRow {
-                    id: body_id,
-                    sender_id: m.sender_id,
-                    text: m.text.clone(),
-                    date: now,
-                    silent: m.silent,
-                    noforwards: m.noforwards,
+            Claim::Boxes { body_id, box_ids } => {
+                let recipient_reply = match reply {
+                    Reply::Found { recipient_box_id } => recipient_box_id,
+                    Reply::None | Reply::Invalid => 0,
                 };
+                let body = BodyRow::new(body_id, &m.request, now);
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
                     .map(|&(owner, box_id)| {
-                        let reply = match owner == m.sender_id {
-                            true => m.reply_to_msg_id,
+                        let reply = match owner == m.request.sender_id {
+                            true => m.request.reply_to_msg_id,
                             false => recipient_reply,
                         };
-                        (owner, body.view(owner, box_id, m.peer_user_id, reply))
+                        (
+                            owner,
+                            body.view(owner, box_id, m.request.peer_user_id, reply),
+                        )
                     })
                     .collect();
                 boxes.extend(views.iter().map(|(o, v)| BoxRow::of(v, *o, body_id)));
@@ -249,8 +255,70 @@ async fn send_distinct(
         .collect()
 }
 
+batch_row! {
+    /// A reply, as the replies pre-pass looks it up.
+    struct ReplyInput {
+        sender_id: i64,
+        peer_user_id: i64,
+        reply_to_box_id: i64,
+    }
+}
+
+/// A reply the pre-pass found.
+#[derive(sqlx::FromRow)]
+struct ReplyRow {
+    /// The send's position among the replies looked up, from 1.
+    n: i64,
+    recipient_box_id: Option<i64>,
+}
+
+/// The replies pre-pass (sql/send_replies.sql): what each send's reply names, in one
+/// statement for the whole batch, and none when it has no reply.
+async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Reply>, sqlx::Error> {
+    let asked: Vec<usize> = (0..sends.len())
+        .filter(|&i| sends[i].request.reply_to_msg_id != 0)
+        .collect();
+    let mut replies = vec![Reply::None; sends.len()];
+    if asked.is_empty() {
+        return Ok(replies);
+    }
+    static REPLIES: LazyLock<String> = LazyLock::new(|| {
+        Statement::new(include_str!("../sql/send_replies.sql"))
+            .rows::<ReplyInput>("replies")
+            .into_sql()
+    });
+    let input: Vec<ReplyInput> = asked
+        .iter()
+        .map(|&i| ReplyInput {
+            sender_id: sends[i].request.sender_id,
+            peer_user_id: sends[i].request.peer_user_id,
+            reply_to_box_id: sends[i].request.reply_to_msg_id,
+        })
+        .collect();
+    for &i in &asked {
+        replies[i] = Reply::Invalid;
+    }
+    let found: Vec<ReplyRow> = ReplyInput::bind(&input, sqlx::query_as(REPLIES.as_str()))
+        .fetch_all(tx)
+        .await?;
+    for row in found {
+        let i = usize::try_from(row.n - 1)
+            .ok()
+            .and_then(|at| asked.get(at).copied())
+            .ok_or_else(|| sqlx::Error::Protocol(format!("no reply at position {}", row.n)))?;
+        replies[i] = Reply::Found {
+            recipient_box_id: row.recipient_box_id.unwrap_or(0),
+        };
+    }
+    Ok(replies)
+}
+
 /// The claim statement; one [`Claim`] per send, in order.
-async fn claim(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Claim>, sqlx::Error> {
+async fn claim(
+    tx: &mut PgConnection,
+    sends: &[&NewMessage],
+    replies: &[Reply],
+) -> Result<Vec<Claim>, sqlx::Error> {
     static CLAIM: LazyLock<String> = LazyLock::new(|| {
         Statement::new(include_str!("../sql/send_claim.sql"))
             .rows::<ClaimInput>("sends")
@@ -258,12 +326,13 @@ async fn claim(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Claim
     });
     let input: Vec<ClaimInput> = sends
         .iter()
-        .map(|m| ClaimInput {
-            sender_id: m.sender_id,
-            random_id: m.random_id,
+        .zip(replies)
+        .map(|(m, reply)| ClaimInput {
+            sender_id: m.request.sender_id,
+            random_id: m.request.random_id,
             request_hash: m.request_hash.clone(),
-            peer_user_id: m.peer_user_id,
-            reply_to_box_id: m.reply_to_msg_id,
+            peer_user_id: m.request.peer_user_id,
+            reply_valid: *reply != Reply::Invalid,
         })
         .collect();
     let rows: Vec<ClaimRow> = ClaimInput::bind(&input, sqlx::query_as(CLAIM.as_str()))
@@ -288,7 +357,6 @@ async fn claim(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Claim
             (true, false, _) => Claim::ReplyInvalid,
             (true, true, owner) => Claim::Boxes {
                 body_id: row.body_id,
-                recipient_reply: row.recipient_reply_box_id,
                 box_ids: owner.into_iter().collect(),
             },
         });
@@ -325,8 +393,8 @@ async fn replays(
     let keys: Vec<KeyRow> = sends
         .iter()
         .map(|m| KeyRow {
-            sender_id: m.sender_id,
-            random_id: m.random_id,
+            sender_id: m.request.sender_id,
+            random_id: m.request.random_id,
         })
         .collect();
     let used: Vec<UsedKey> = KeyRow::bind(&keys, sqlx::query_as(USED_KEYS.as_str()))
@@ -337,7 +405,7 @@ async fn replays(
         .iter()
         .map(|m| {
             used.iter()
-                .find(|k| k.sender_id == m.sender_id && k.random_id == m.random_id)
+                .find(|k| k.sender_id == m.request.sender_id && k.random_id == m.request.random_id)
                 .filter(|k| k.request_hash == m.request_hash)
                 .and_then(|k| k.body_id)
         })
@@ -347,7 +415,7 @@ async fn replays(
         .zip(&replayed)
         .filter_map(|(m, body)| body.map(|body_id| (m, body_id)))
         .flat_map(|(m, body_id)| {
-            [m.sender_id, m.peer_user_id]
+            [m.request.sender_id, m.request.peer_user_id]
                 .into_iter()
                 .map(move |owner_id| BodyOf { owner_id, body_id })
         })
@@ -372,10 +440,10 @@ async fn replays(
             let Some(body_id) = body else {
                 return Ok(SendOutcome::KeyReused);
             };
-            let mine = box_of(m.sender_id, body_id).ok_or(sqlx::Error::RowNotFound)?;
-            let peer_box = match m.peer_user_id == m.sender_id {
+            let mine = box_of(m.request.sender_id, body_id).ok_or(sqlx::Error::RowNotFound)?;
+            let peer_box = match m.request.peer_user_id == m.request.sender_id {
                 true => 0,
-                false => box_of(m.peer_user_id, body_id).map_or(0, |r| r.box_id),
+                false => box_of(m.request.peer_user_id, body_id).map_or(0, |r| r.box_id),
             };
             let message = Message::from(MessageRow {
                 text: mine.text.clone(),
@@ -383,9 +451,9 @@ async fn replays(
             });
             let event = new_message_event(
                 body_id,
-                m.sender_id,
+                m.request.sender_id,
                 message.clone(),
-                m.auth_key_id,
+                m.request.auth_key_id,
                 peer_box,
             );
             Ok(SendOutcome::Replayed { message, event })
@@ -454,7 +522,13 @@ fn compose(m: &NewMessage, body_id: i64, views: Vec<(i64, Message)>) -> Composed
             .iter()
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
-        let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
+        let event = new_message_event(
+            body_id,
+            owner,
+            view.clone(),
+            m.request.auth_key_id,
+            peer_box_id,
+        );
         rows.push(NewRow {
             destination: TO_UPDATES,
             event_id: new_message_event_id(body_id, owner),

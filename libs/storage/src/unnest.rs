@@ -4,8 +4,8 @@
 //! A row type is declared once with [`batch_row!`](crate::batch_row): its fields are its
 //! columns, in order. A statement's text names each batch it reads by a placeholder,
 //! `{name}`, which [`Statement::rows`] turns into `unnest($i, …, $j)` over the next
-//! parameters, one per column; the caller then binds the batches in the same order with
-//! [`BatchRow::bind`]. Parameters are numbered here and nowhere else, so a new column is a
+//! parameters, one per column (and `{name.column}` into one column's array); the caller then
+//! binds the batches in the same order with [`BatchRow::bind`]. Parameters are numbered here and nowhere else, so a new column is a
 //! new field and a new name in the statement's column list, and the other parameters do not
 //! move. Postgres learns each array's type from the bound value, so the text needs no casts.
 //!
@@ -87,20 +87,25 @@ impl Statement {
     }
 
     /// Replaces every `{name}` with `unnest(…)` over the next parameters, one per column of
-    /// `R`. Bind the batches in the order they are named here.
+    /// `R`, and every `{name.column}` with that column's parameter (the whole array, as for
+    /// `array_position`). Bind the batches in the order they are named here.
     pub fn rows<R: BatchRow>(mut self, name: &str) -> Self {
-        let placeholder = format!("{{{name}}}");
+        let whole = format!("{{{name}}}");
         // A constant text, checked by the tests of every statement built from one.
         debug_assert!(
-            self.sql.contains(&placeholder),
-            "the statement reads no batch {placeholder}"
+            self.sql.contains(&whole) || self.sql.contains(&format!("{{{name}.")),
+            "the statement reads no batch {whole}"
         );
-        let params: Vec<String> = (self.next..self.next + R::COLUMNS.len())
+        let first = self.next;
+        let params: Vec<String> = (first..first + R::COLUMNS.len())
             .map(|n| format!("${n}"))
             .collect();
+        for (column, param) in R::COLUMNS.iter().zip(&params) {
+            self.sql = self.sql.replace(&format!("{{{name}.{column}}}"), param);
+        }
         self.sql = self
             .sql
-            .replace(&placeholder, &format!("unnest({})", params.join(", ")));
+            .replace(&whole, &format!("unnest({})", params.join(", ")));
         self.next += R::COLUMNS.len();
         self
     }
@@ -137,7 +142,8 @@ mod tests {
     fn batches_take_the_parameters_after_the_statements_own() {
         let statement = Statement::after(
             "SELECT * FROM {pairs} AS p(left, right) WHERE $1 AND $2 \
-             AND EXISTS (SELECT 1 FROM {singles}) AND EXISTS (SELECT 1 FROM {pairs})",
+             AND EXISTS (SELECT 1 FROM {singles}) AND EXISTS (SELECT 1 FROM {pairs}) \
+             AND cardinality({pairs.right}) > 0",
             2,
         )
         .rows::<Pair>("pairs")
@@ -146,7 +152,8 @@ mod tests {
         assert_eq!(
             statement.into_sql(),
             "SELECT * FROM unnest($3, $4) AS p(left, right) WHERE $1 AND $2 \
-             AND EXISTS (SELECT 1 FROM unnest($5)) AND EXISTS (SELECT 1 FROM unnest($3, $4))"
+             AND EXISTS (SELECT 1 FROM unnest($5)) AND EXISTS (SELECT 1 FROM unnest($3, $4)) \
+             AND cardinality($4) > 0"
         );
         assert_eq!(Pair::COLUMNS, ["left", "right"]);
     }
