@@ -22,7 +22,8 @@ pub use service::DispatchService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "dispatch";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-dispatch until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {

@@ -44,7 +44,8 @@ pub use auth::AUTH_KEY_HEADER;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "gateway";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// What every client-facing service of the gateway shares.
 pub struct Gateway {

@@ -17,7 +17,8 @@ pub use service::MediaService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "media";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-media until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {

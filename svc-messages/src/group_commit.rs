@@ -1,8 +1,8 @@
 //! Group commit of sends: the sends that arrive while a send transaction runs share the next
 //! one, and their events reach svc-updates in one Append, so a burst of sends costs a few
 //! transactions and calls instead of one each. There is no added delay: a lone send starts
-//! its transaction at once. A send the group cannot take (a replayed or repeated key, a reply)
-//! runs on its own, and so does every send of a group whose transaction failed.
+//! its transaction at once. Every send of a group whose transaction failed runs again as a
+//! group of its own.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -16,7 +16,7 @@ use tracing::Instrument;
 
 use crate::{
     outbound::ToUpdates,
-    store::{self, GroupOutcome, NewMessage, SendOutcome, Sent},
+    send::{self, NewMessage, SendOutcome, Sent},
 };
 
 /// Most sends one shared transaction takes.
@@ -85,7 +85,7 @@ async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
             &span,
             sends.iter().filter_map(|s| s.traceparent.as_deref()),
         );
-        match store::send_many(&sender.pool, &sender.outbox, &sends)
+        match send::send(&sender.pool, &sender.outbox, &sends)
             .instrument(span.clone())
             .await
         {
@@ -110,32 +110,51 @@ async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
 async fn hand_off(
     sender: Arc<Sender>,
     sends: Vec<NewMessage>,
-    outcomes: Vec<GroupOutcome>,
+    outcomes: Vec<SendOutcome>,
     replies: Vec<Reply>,
 ) {
     let (mut events, mut rows, mut waiting) = (vec![], vec![], vec![]);
     for ((send, outcome), reply) in sends.into_iter().zip(outcomes).zip(replies) {
         match outcome {
-            GroupOutcome::Sent(Sent {
+            SendOutcome::Sent(Sent {
                 message,
                 updates_events,
                 updates_rows,
             }) => {
                 let own = updates_events
                     .iter()
-                    .find(|e| e.user_id == send.sender_id)
+                    .find(|e| e.user_id == send.request.sender_id)
                     .map(|e| e.event_id.clone())
                     .unwrap_or_default();
                 waiting.push((own, message, reply));
                 events.extend(updates_events);
                 rows.extend(updates_rows);
             }
-            GroupOutcome::Alone => spawn_alone(sender.clone(), send, reply),
+            // Its event went to svc-updates with the first send: asked again, it answers the
+            // pts that send got.
+            SendOutcome::Replayed { message, event } => {
+                waiting.push((event.event_id.clone(), message, reply));
+                events.push(event);
+            }
+            SendOutcome::KeyReused => {
+                let _ = reply.send(Err(status(
+                    ErrorCode::RandomIdDuplicate,
+                    "random_id was already used for a different message",
+                )));
+            }
+            SendOutcome::ReplyInvalid => {
+                let _ = reply.send(Err(status(
+                    ErrorCode::ReplyMessageIdInvalid,
+                    "reply_to_msg_id names no message of this chat",
+                )));
+            }
         }
     }
     if waiting.is_empty() {
         return;
     }
+    // PERSISTED. The fast path: hand the events to svc-updates now; on failure the relay
+    // will, and the clients learn their pts from getDifference.
     let appended: HashMap<String, (i32, i32)> = sender
         .to_updates
         .fast_path_all(&sender.outbox, events, &rows)
@@ -153,51 +172,19 @@ async fn hand_off(
     }
 }
 
+/// A send of a group whose transaction failed, as a group of one.
 fn spawn_alone(sender: Arc<Sender>, send: NewMessage, reply: Reply) {
     let span = tracing::info_span!("messages.send_alone");
     oxigram_telemetry::propagation::continue_stored(&span, send.traceparent.as_deref());
     tokio::spawn(
         async move {
-            let _ = reply.send(send_alone(&sender, send).await);
+            match send::send(&sender.pool, &sender.outbox, std::slice::from_ref(&send)).await {
+                Ok(outcomes) => hand_off(sender, vec![send], outcomes, vec![reply]).await,
+                Err(err) => {
+                    let _ = reply.send(Err(Error::from(err).into()));
+                }
+            }
         }
         .instrument(span),
     );
-}
-
-/// One send in its own transaction, with its own fast path.
-async fn send_alone(sender: &Sender, send: NewMessage) -> Result<SendMessageResponse, Status> {
-    let (message, events, rows) = match store::send(&sender.pool, &sender.outbox, &send)
-        .await
-        .map_err(Error::from)?
-    {
-        SendOutcome::Sent(Sent {
-            message,
-            updates_events,
-            updates_rows,
-        }) => (message, updates_events, updates_rows),
-        SendOutcome::Replayed { message, event } => (message, vec![event], vec![]),
-        SendOutcome::KeyReused => {
-            return Err(status(
-                ErrorCode::RandomIdDuplicate,
-                "random_id was already used for a different message",
-            ));
-        }
-        SendOutcome::ReplyInvalid => {
-            return Err(status(
-                ErrorCode::ReplyMessageIdInvalid,
-                "reply_to_msg_id names no message of this chat",
-            ));
-        }
-    };
-    // PERSISTED. The fast path: hand the events to svc-updates now; on failure the relay
-    // will, and the client learns its pts from getDifference.
-    let (pts, pts_count) = sender
-        .to_updates
-        .fast_path(&sender.outbox, events, &rows, send.sender_id)
-        .await;
-    Ok(SendMessageResponse {
-        message: Some(message),
-        pts,
-        pts_count,
-    })
 }

@@ -8,8 +8,10 @@
 
 mod group_commit;
 mod outbound;
+mod rows;
+pub mod send;
 mod service;
-mod store;
+pub mod store;
 
 use std::sync::Arc;
 
@@ -25,7 +27,8 @@ pub const SCHEMA: &str = "messages";
 /// Outbox destination.
 pub use outbound::TO_UPDATES;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-messages until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {

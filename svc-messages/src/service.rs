@@ -13,7 +13,8 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     group_commit::GroupCommit,
-    store::{self, HistoryWindow, NewMessage},
+    send::NewMessage,
+    store::{self, HistoryWindow},
 };
 
 /// Longest text, in Unicode code points.
@@ -98,14 +99,7 @@ impl Messages for MessagesService {
         validate(&r)?;
         let new = NewMessage {
             request_hash: request_hash(&r),
-            sender_id: r.sender_id,
-            peer_user_id: r.peer_user_id,
-            random_id: r.random_id,
-            text: r.text,
-            reply_to_msg_id: r.reply_to_msg_id,
-            silent: r.silent,
-            noforwards: r.noforwards,
-            auth_key_id: r.auth_key_id,
+            request: r,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
         Ok(Response::new(self.group.send(new).await?))

@@ -8,7 +8,7 @@
 //! slices.
 
 mod batcher;
-mod log;
+pub mod log;
 mod outbound;
 mod service;
 
@@ -25,7 +25,8 @@ pub use service::UpdatesService;
 /// This service's Postgres schema.
 pub const SCHEMA: &str = "updates";
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The service's migrations, applied into [`SCHEMA`] at start-up (and by store tests).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-updates until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {

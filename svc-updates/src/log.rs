@@ -1,20 +1,24 @@
-//! The update log's SQL: assigning pts (from the pts a worker remembers, or under the users'
-//! row locks), and reading slices back.
+//! The update log's SQL: assigning pts (one append path, from the pts a worker remembers or
+//! under the users' row locks), logging reads, and reading slices back.
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
     sync::LazyLock,
 };
 
-use oxigram_outbox::{NewRow, Outbox, Staged, StagedRow};
+use oxigram_outbox::{NewRow, Outbox, Staged};
 use oxigram_proto::{
     types::v1::{
         PtsUpdate, PushJob, Update, UpdateReadHistoryInbox, UpdatesState, UserEvent, update,
     },
     updates::v1::Appended,
 };
+use oxigram_storage::{
+    batch_row,
+    unnest::{BatchRow, Statement},
+};
 use prost::Message as _;
-use sqlx::{PgPool, Postgres, Row, postgres::PgArguments, query::QueryAs};
+use sqlx::{Executor, PgConnection, PgPool, Postgres, Row};
 use uuid::Uuid;
 
 use crate::{TO_DIALOGS, TO_DISPATCH};
@@ -96,12 +100,15 @@ fn trim_floor(pts: i32, trimmed: i32, retain: u32) -> Option<i32> {
 
 /// Appends events, assigning pts per user; events already logged keep their pts.
 ///
-/// When the worker remembers every user's pts (`last`), the batch is one statement in its own
-/// implicit transaction: no BEGIN and no COMMIT round trip, which under load cost as much as
-/// the statements. That statement fails as a whole when a user's pts moved elsewhere or an
-/// event was logged before; the batch then takes the locking path, which finds the events
-/// already logged (even ones the failed statement committed before its answer was lost) and
-/// relearns the users.
+/// One path: the batch's users' pts are where it starts from, [`Planned`] gives every new
+/// event its pts, and one statement writes the log rows, moves the users' pts and stages what
+/// is handed on ([`write`]). The pts come from the worker's memory when the guard allows
+/// ([`LastPts::starts`]: every user remembered, no trim due): the batch is then that one
+/// statement in its own implicit transaction, with no BEGIN and no COMMIT round trip, which
+/// under load cost as much as the statements. It fails as a whole when a user's pts moved
+/// elsewhere or an event was logged before; otherwise, and then, the pts come from the
+/// users' locked rows ([`lock`]), in a transaction that also trims, and the worker relearns
+/// the users.
 pub async fn append(
     pool: &PgPool,
     outbox: &Outbox,
@@ -119,137 +126,153 @@ pub async fn append(
         return Ok(Written::default());
     }
     if let Some(starts) = last.starts(&unique, retain) {
-        match append_remembered(pool, outbox, &unique, &starts).await {
+        let planned = Planned::new(&unique, HashMap::new(), starts)?;
+        let moves = planned.moves()?;
+        match write(pool, outbox, planned, &moves).await {
             Ok(planned) => {
                 last.moved(&planned.moved);
                 return Ok(planned.written(&events));
             }
             Err(err) => {
                 tracing::debug!(error = %err, "a one-statement append failed; the batch locks its users");
-                last.forget(starts.keys());
+                last.forget(moves.iter().map(|m| &m.user_id));
             }
         }
     }
-    let (planned, moved) = append_locked(pool, outbox, &unique, retain).await?;
-    last.remember(moved);
+    let mut tx = pool.begin().await?;
+    let Locked {
+        known,
+        starts,
+        mut state,
+    } = lock(&mut tx, &unique).await?;
+    let mut planned = Planned::new(&unique, known, starts)?;
+    if !planned.jobs.is_empty() {
+        for (&user, (pts, trimmed)) in state.iter_mut() {
+            if let Some(keep_from) = trim_floor(*pts, *trimmed, retain) {
+                sqlx::query(include_str!("../sql/trim.sql"))
+                    .bind(user)
+                    .bind(keep_from)
+                    .execute(&mut *tx)
+                    .await?;
+                *trimmed = keep_from;
+            }
+        }
+        // The rows moved under their locks already.
+        planned = write(&mut *tx, outbox, planned, &[]).await?;
+    }
+    tx.commit().await?;
+    last.remember(state);
     Ok(planned.written(&events))
 }
 
-/// The batch as one statement, from the remembered pts: each user's row moves only from the
-/// pts remembered (ascending ids, so concurrent writers never deadlock), and expect_moved
-/// fails the statement unless every row did. The log rows' primary key and update_log_event
-/// fail it too when the pts or an event was taken meanwhile.
-async fn append_remembered(
-    pool: &PgPool,
-    outbox: &Outbox,
-    unique: &[&ValidEvent],
-    starts: &HashMap<i64, i32>,
-) -> Result<Planned, sqlx::Error> {
-    let planned = Planned::new(unique, HashMap::new(), starts.clone())?;
-    let (mut users, mut from, mut to) = (vec![], vec![], vec![]);
-    for (&user, &start) in starts {
-        let end = planned.moved.get(&user).ok_or_else(|| {
-            sqlx::Error::Protocol(format!("no new event of user {user} in the batch"))
-        })?;
-        users.push(user);
-        from.push(start);
-        to.push(*end);
+batch_row! {
+    /// A user's pts moving from where a batch started to where it ends.
+    struct StateMove {
+        user_id: i64,
+        from_pts: i32,
+        to_pts: i32,
     }
-    // Primary key of user_state (the upsert's arbiter; every row exists, as the worker saw
-    // them committed), and of update_log.
-    static WRITE: LazyLock<String> = LazyLock::new(|| {
-        Staged::statement(
-            "moved AS (
-                INSERT INTO user_state AS s (user_id, pts)
-                SELECT * FROM UNNEST($1::bigint[], $3::int[]) ORDER BY 1
-                ON CONFLICT (user_id) DO UPDATE SET pts = EXCLUDED.pts, updated_at = now()
-                WHERE s.pts = ($2::int[])[array_position($1::bigint[], s.user_id)]
-                RETURNING user_id
-             ), log AS (
-                INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
-                SELECT * FROM UNNEST($4::bigint[], $5::int[], $6::int[], $7::uuid[], $8::bigint[], $9::bytea[])
-                WHERE expect_moved((SELECT count(*) FROM moved), cardinality($1::bigint[]))
-             )",
-            10,
-        )
-    });
-    let staged = outbox.stage(&planned.jobs);
-    let query = planned.log.bind(
-        sqlx::query_as(WRITE.as_str())
-            .bind(&users)
-            .bind(&from)
-            .bind(&to),
-    );
-    let returned = staged.bind(query).fetch_all(pool).await?;
-    Ok(Planned {
-        job_ids: staged.ids(returned)?,
-        ..planned
-    })
 }
 
-/// The log rows of a batch whose users' rows are locked and moved, and the rows handed on, in
-/// one statement.
-static WRITE_LOCKED: LazyLock<String> = LazyLock::new(|| {
-    Staged::statement(
-        "log AS (
-            INSERT INTO update_log (user_id, pts, pts_count, event_id, date, body)
-            SELECT * FROM UNNEST($1::bigint[], $2::int[], $3::int[], $4::uuid[], $5::bigint[], $6::bytea[])
-         )",
-        7,
-    )
-});
+batch_row! {
+    /// An update_log row.
+    struct LogRow {
+        user_id: i64,
+        pts: i32,
+        pts_count: i32,
+        event_id: Uuid,
+        /// Unix seconds.
+        date: i64,
+        /// An encoded `Update`.
+        body: Vec<u8>,
+    }
+}
 
-/// The batch under its users' row locks, in a transaction of two statements (and a trim when a
-/// user's log outgrew its retention). Returns the moved users' pts and retention floors.
-async fn append_locked(
-    pool: &PgPool,
+/// Writes a planned batch: its log rows, the `moves` of its users' pts, and the rows it hands
+/// on, in one statement (sql/append_write.sql); fills in the outbox ids.
+async fn write<'e>(
+    db: impl Executor<'e, Database = Postgres>,
     outbox: &Outbox,
-    unique: &[&ValidEvent],
-    retain: u32,
-) -> Result<(Planned, Vec<(i64, (i32, i32))>), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    // One statement: find the events already logged (index update_log_event, probed once per
-    // event: the LIMIT keeps the lateral subquery a nested loop, where a plain join planned
-    // while the log was small stays a hash join over a scan of every partition), then add the
-    // others' pts_count to their users' pts, locking those rows until commit (ascending ids,
-    // so concurrent batches never deadlock). Each user's row is written once per batch, and a
-    // user's first event creates it. The lookup reads the statement's snapshot, taken before
-    // any lock wait: should another instance log one of these events meanwhile, the insert
-    // below breaks update_log_event and the whole batch fails and is retried, rather than
-    // logging the event twice.
-    let rows: Vec<(i64, Option<Uuid>, i32, i32)> = sqlx::query_as(
-        "WITH e AS (
-            SELECT * FROM UNNEST($1::bigint[], $2::uuid[], $3::int[]) AS e(user_id, event_id, pts_count)
-         ), known AS (
-            SELECT e.user_id, e.event_id, l.pts, l.pts_count
-            FROM e CROSS JOIN LATERAL (
-                SELECT pts, pts_count FROM update_log
-                WHERE user_id = e.user_id AND event_id = e.event_id LIMIT 1) l
-         ), moved AS (
-            INSERT INTO user_state AS s (user_id, pts)
-            SELECT e.user_id, sum(e.pts_count) FROM e
-            WHERE NOT EXISTS (
-                SELECT 1 FROM known k WHERE k.user_id = e.user_id AND k.event_id = e.event_id)
-            GROUP BY e.user_id ORDER BY e.user_id
-            ON CONFLICT (user_id) DO UPDATE SET pts = s.pts + EXCLUDED.pts, updated_at = now()
-            RETURNING user_id, pts, trimmed_pts
-         )
-         SELECT user_id, NULL::uuid, pts, trimmed_pts FROM moved
-         UNION ALL
-         SELECT user_id, event_id, pts, pts_count FROM known",
-    )
-    .bind(unique.iter().map(|e| e.event.user_id).collect::<Vec<_>>())
-    .bind(unique.iter().map(|e| e.event_id).collect::<Vec<_>>())
-    .bind(unique.iter().map(|e| e.event.pts_count).collect::<Vec<_>>())
-    .fetch_all(&mut *tx)
-    .await?;
-    // The users' pts and retention floors after this batch, and the events logged before.
+    mut planned: Planned,
+    moves: &[StateMove],
+) -> Result<Planned, sqlx::Error> {
+    static WRITE: LazyLock<String> = LazyLock::new(|| {
+        let own = Statement::new(include_str!("../sql/append_write.sql"))
+            .rows::<StateMove>("moves")
+            .rows::<LogRow>("log");
+        Staged::statement(&own.clone().into_sql(), own.next_parameter())
+    });
+    let job_ids = {
+        let staged = outbox.stage(&planned.jobs);
+        let query = sqlx::query_as(WRITE.as_str());
+        let query = LogRow::bind(&planned.log, StateMove::bind(moves, query));
+        let returned = staged.bind(query).fetch_all(db).await?;
+        staged.ids(returned)?
+    };
+    planned.job_ids = job_ids;
+    Ok(planned)
+}
+
+batch_row! {
+    /// An event as the lock statement looks it up.
+    struct EventKey {
+        user_id: i64,
+        event_id: Uuid,
+        pts_count: i32,
+    }
+}
+
+/// A row of the lock statement: a moved user's state (no event id), or an event logged before.
+#[derive(sqlx::FromRow)]
+struct LockRow {
+    user_id: i64,
+    event_id: Option<Uuid>,
+    pts: i32,
+    trimmed_pts: Option<i32>,
+    pts_count: Option<i32>,
+}
+
+/// What the lock statement found.
+struct Locked {
+    /// (user, event) → (pts, pts_count) of the events logged before.
+    known: HashMap<(i64, Uuid), (i32, i32)>,
+    /// Each moved user's pts before the batch.
+    starts: HashMap<i64, i32>,
+    /// Each moved user's pts and retention floor after it.
+    state: BTreeMap<i64, (i32, i32)>,
+}
+
+/// Locks the batch's users' rows and moves their pts past the batch's new events
+/// (sql/append_lock.sql), inside `tx`.
+async fn lock(tx: &mut PgConnection, unique: &[&ValidEvent]) -> Result<Locked, sqlx::Error> {
+    static LOCK: LazyLock<String> = LazyLock::new(|| {
+        Statement::new(include_str!("../sql/append_lock.sql"))
+            .rows::<EventKey>("events")
+            .into_sql()
+    });
+    let keys: Vec<EventKey> = unique
+        .iter()
+        .map(|e| EventKey {
+            user_id: e.event.user_id,
+            event_id: e.event_id,
+            pts_count: e.event.pts_count,
+        })
+        .collect();
+    let rows: Vec<LockRow> = EventKey::bind(&keys, sqlx::query_as(LOCK.as_str()))
+        .fetch_all(&mut *tx)
+        .await?;
     let mut state: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
     let mut known: HashMap<(i64, Uuid), (i32, i32)> = HashMap::new();
-    for (user_id, event_id, pts, other) in rows {
-        match event_id {
-            None => state.insert(user_id, (pts, other)),
-            Some(event_id) => known.insert((user_id, event_id), (pts, other)),
+    for r in rows {
+        match (r.event_id, r.trimmed_pts, r.pts_count) {
+            (None, Some(trimmed), _) => state.insert(r.user_id, (r.pts, trimmed)),
+            (Some(event_id), _, Some(count)) => known.insert((r.user_id, event_id), (r.pts, count)),
+            _ => {
+                return Err(sqlx::Error::Protocol(format!(
+                    "the lock statement answered a partial row for user {}",
+                    r.user_id
+                )));
+            }
         };
     }
     // Each moved user's pts before the batch: her new pts less her new events' counts.
@@ -263,30 +286,11 @@ async fn append_locked(
         })?;
         *pts -= e.event.pts_count;
     }
-    let mut planned = Planned::new(unique, known, starts)?;
-    if !planned.jobs.is_empty() {
-        for (&user, (pts, trimmed)) in state.iter_mut() {
-            if let Some(keep_from) = trim_floor(*pts, *trimmed, retain) {
-                // Primary key of update_log (a range of one user's pts), and of user_state.
-                sqlx::query(
-                    "WITH gone AS (DELETE FROM update_log WHERE user_id = $1 AND pts <= $2)
-                     UPDATE user_state SET trimmed_pts = $2 WHERE user_id = $1",
-                )
-                .bind(user)
-                .bind(keep_from)
-                .execute(&mut *tx)
-                .await?;
-                *trimmed = keep_from;
-            }
-        }
-        // The log rows and what is handed on, in one statement.
-        let staged = outbox.stage(&planned.jobs);
-        let query = planned.log.bind(sqlx::query_as(WRITE_LOCKED.as_str()));
-        let returned = staged.bind(query).fetch_all(&mut *tx).await?;
-        planned.job_ids = staged.ids(returned)?;
-    }
-    tx.commit().await?;
-    Ok((planned, state.into_iter().collect()))
+    Ok(Locked {
+        known,
+        starts,
+        state,
+    })
 }
 
 /// A read of a dialog as svc-dialogs counted it, against the reader's log up to `basis_pts`.
@@ -421,17 +425,10 @@ pub async fn append_read(
         },
         traceparent: r.traceparent.clone(),
     };
-    // Primary key of user_state (locked above).
-    sqlx::query("UPDATE user_state SET pts = pts + 1, updated_at = now() WHERE user_id = $1")
-        .bind(user_id)
-        .execute(&mut *tx)
-        .await?;
-    let starts = HashMap::from([(user_id, pts)]);
-    let mut planned = Planned::new(&[&event], HashMap::new(), starts)?;
-    let staged = outbox.stage(&planned.jobs);
-    let query = planned.log.bind(sqlx::query_as(WRITE_LOCKED.as_str()));
-    let returned = staged.bind(query).fetch_all(&mut *tx).await?;
-    planned.job_ids = staged.ids(returned)?;
+    // Her row, locked above, moves by one with the log row.
+    let planned = Planned::new(&[&event], HashMap::new(), HashMap::from([(user_id, pts)]))?;
+    let moves = planned.moves()?;
+    let planned = write(&mut *tx, outbox, planned, &moves).await?;
     tx.commit().await?;
     Ok(ReadOutcome::Appended {
         pts: pts + 1,
@@ -444,9 +441,11 @@ pub async fn append_read(
 struct Planned {
     /// (user, event) → (pts, pts_count) of every event of the batch.
     pts: HashMap<(i64, Uuid), (i32, i32)>,
+    /// The pts each user with new events starts from.
+    starts: HashMap<i64, i32>,
     /// The pts each user with new events ends at.
     moved: HashMap<i64, i32>,
-    log: NewRows,
+    log: Vec<LogRow>,
     jobs: Vec<NewRow>,
     job_ids: Vec<i64>,
 }
@@ -459,8 +458,9 @@ impl Planned {
     ) -> Result<Self, sqlx::Error> {
         let mut planned = Planned {
             pts: known,
+            starts: starts.clone(),
             moved: HashMap::new(),
-            log: NewRows::default(),
+            log: Vec::new(),
             jobs: Vec::new(),
             job_ids: Vec::new(),
         };
@@ -475,7 +475,14 @@ impl Planned {
             *slot += e.event.pts_count;
             let pts = *slot;
             planned.moved.insert(user_id, pts);
-            planned.log.push(user_id, pts, e);
+            planned.log.push(LogRow {
+                user_id,
+                pts,
+                pts_count: e.event.pts_count,
+                event_id: e.event_id,
+                date: e.event.date,
+                body: e.event.update.clone().unwrap_or_default().encode_to_vec(),
+            });
             planned
                 .pts
                 .insert((user_id, e.event_id), (pts, e.event.pts_count));
@@ -510,6 +517,26 @@ impl Planned {
         Ok(planned)
     }
 
+    /// Each user with new events, moving from her start to her end (users ascending).
+    fn moves(&self) -> Result<Vec<StateMove>, sqlx::Error> {
+        let mut moves = self
+            .moved
+            .iter()
+            .map(|(&user_id, &to_pts)| {
+                let from_pts = self.starts.get(&user_id).copied().ok_or_else(|| {
+                    sqlx::Error::Protocol(format!("no pts to start from for user {user_id}"))
+                })?;
+                Ok(StateMove {
+                    user_id,
+                    from_pts,
+                    to_pts,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        moves.sort_unstable_by_key(|m| m.user_id);
+        Ok(moves)
+    }
+
     /// One `Appended` per input event, in input order (repeats included).
     fn written(self, events: &[ValidEvent]) -> Written {
         let appended = events
@@ -533,43 +560,6 @@ impl Planned {
             job_ids: self.job_ids,
             jobs: self.jobs,
         }
-    }
-}
-
-/// The update-log rows one append inserts, as columns.
-#[derive(Default)]
-struct NewRows {
-    users: Vec<i64>,
-    pts: Vec<i32>,
-    counts: Vec<i32>,
-    ids: Vec<Uuid>,
-    dates: Vec<i64>,
-    bodies: Vec<Vec<u8>>,
-}
-
-impl NewRows {
-    fn push(&mut self, user_id: i64, pts: i32, e: &ValidEvent) {
-        self.users.push(user_id);
-        self.pts.push(pts);
-        self.counts.push(e.event.pts_count);
-        self.ids.push(e.event_id);
-        self.dates.push(e.event.date);
-        self.bodies
-            .push(e.event.update.clone().unwrap_or_default().encode_to_vec());
-    }
-
-    /// Binds the columns as the next six parameters of `query`.
-    fn bind<'q>(
-        &'q self,
-        query: QueryAs<'q, Postgres, StagedRow, PgArguments>,
-    ) -> QueryAs<'q, Postgres, StagedRow, PgArguments> {
-        query
-            .bind(&self.users)
-            .bind(&self.pts)
-            .bind(&self.counts)
-            .bind(&self.ids)
-            .bind(&self.dates)
-            .bind(&self.bodies)
     }
 }
 

@@ -5,11 +5,10 @@
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
 pub mod client;
-mod containers;
 
 use std::{
     collections::HashMap,
-    net::{SocketAddr, TcpListener},
+    net::SocketAddr,
     path::PathBuf,
     process::{Child, Command, Stdio},
     sync::Arc,
@@ -24,168 +23,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use client::TestClient;
+pub use oxigram_testkit::{Infra, free_port, fresh_database, infra, private_infra, unique_name};
 
 /// The login code every test system accepts.
 pub const LOGIN_CODE: &str = "12345";
-
-/// The Postgres and Redis one test runs against, and what keeps them alive.
-pub struct Infra {
-    pub admin_url: String,
-    pub redis_url: String,
-    /// Containers are removed when this is dropped, at the end of the test.
-    _containers: Option<containers::Pair>,
-    /// Servers of this test alone, which it may crash and restart ([`private_infra`]).
-    private: Option<Arc<Private>>,
-}
-
-/// A Postgres and Redis run for one test under their own folder: stopped, and the folder
-/// removed, when the test ends.
-struct Private {
-    local: Option<oxigram_devinfra::LocalInfra>,
-    dir: PathBuf,
-}
-
-impl Private {
-    fn servers(&self) -> anyhow::Result<&oxigram_devinfra::LocalInfra> {
-        self.local
-            .as_ref()
-            .context("the private servers are stopped")
-    }
-}
-
-impl Drop for Private {
-    fn drop(&mut self) {
-        if let Some(local) = self.local.take()
-            && let Err(err) = local.stop()
-        {
-            eprintln!("infra: cannot stop the private servers: {err}");
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A Postgres and Redis for this test alone (from Debian's packages, as `OXIGRAM_TEST_INFRA=
-/// local` runs them), under a fresh folder on free ports, whatever the environment says: a
-/// test that crashes and restarts them ([`System::restart_redis`],
-/// [`System::restart_postgres`]) must not take down other tests' servers. The first start
-/// creates a cluster, which takes a few seconds.
-pub async fn private_infra() -> anyhow::Result<Infra> {
-    let dir = std::env::temp_dir().join(unique_name("oxigram-private-infra"));
-    let pg_port = free_port()?;
-    let mut redis_port = free_port()?;
-    while redis_port == pg_port {
-        redis_port = free_port()?;
-    }
-    let options = oxigram_devinfra::InfraOptions {
-        data_dir: dir.clone(),
-        pg_port,
-        redis_port,
-        install_missing: true,
-    };
-    let started =
-        tokio::task::spawn_blocking(move || oxigram_devinfra::LocalInfra::ensure_running(&options))
-            .await?;
-    let local = match started {
-        Ok(local) => local,
-        Err(err) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(err.into());
-        }
-    };
-    eprintln!(
-        "infra: private postgres on 127.0.0.1:{pg_port}, redis on 127.0.0.1:{redis_port}, under {}",
-        dir.display()
-    );
-    Ok(Infra {
-        admin_url: local.database_url.clone(),
-        redis_url: local.redis_url.clone(),
-        _containers: None,
-        private: Some(Arc::new(Private {
-            local: Some(local),
-            dir,
-        })),
-    })
-}
-
-/// Where the suites get Postgres and Redis:
-/// - `OXIGRAM_TEST_DATABASE_URL` + `OXIGRAM_TEST_REDIS_URL`: servers already running (the
-///   developers' fast path);
-/// - `OXIGRAM_TEST_INFRA=local`: a private Postgres and Redis under `$TMPDIR`, shared by
-///   every test of the machine (no Docker needed);
-/// - otherwise (CI): containers started for this test from the locally built
-///   `oxigram-postgres:local` and `oxigram-redis:local` images (`scripts/build-images`).
-pub async fn infra() -> anyhow::Result<Infra> {
-    if let (Ok(db), Ok(redis)) = (
-        std::env::var("OXIGRAM_TEST_DATABASE_URL"),
-        std::env::var("OXIGRAM_TEST_REDIS_URL"),
-    ) {
-        return Ok(Infra {
-            admin_url: db,
-            redis_url: redis,
-            _containers: None,
-            private: None,
-        });
-    }
-    if std::env::var("OXIGRAM_TEST_INFRA").as_deref() == Ok("local") {
-        let options = oxigram_devinfra::InfraOptions {
-            data_dir: std::env::temp_dir().join("oxigram-test-infra"),
-            pg_port: 55433,
-            redis_port: 56380,
-            install_missing: true,
-        };
-        let local = tokio::task::spawn_blocking(move || {
-            oxigram_devinfra::LocalInfra::ensure_running(&options)
-        })
-        .await??;
-        return Ok(Infra {
-            admin_url: local.database_url.clone(),
-            redis_url: local.redis_url.clone(),
-            _containers: None,
-            private: None,
-        });
-    }
-    let pair = containers::start().await?;
-    Ok(Infra {
-        admin_url: pair.postgres_url.clone(),
-        redis_url: pair.redis_url.clone(),
-        _containers: Some(pair),
-        private: None,
-    })
-}
-
-fn unique_name(prefix: &str) -> String {
-    format!(
-        "{prefix}_{}_{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    )
-}
-
-/// Creates an empty database for one test; returns its URL.
-pub async fn fresh_database(infra: &Infra) -> anyhow::Result<String> {
-    let name = unique_name("t");
-    let mut admin = PgConnection::connect(&infra.admin_url).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut admin)
-        .await?;
-    let (base, _) = infra
-        .admin_url
-        .rsplit_once('/')
-        .context("database URL without a database name")?;
-    Ok(format!("{base}/{name}"))
-}
-
-/// A free port below the kernel's ephemeral range, where Docker's port mappings and outgoing
-/// connections of concurrent tests take theirs, so a port picked now is still free at bind.
-fn free_port() -> anyhow::Result<u16> {
-    for _ in 0..200 {
-        let port = rand::random_range(20_000..32_000);
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return Ok(port);
-        }
-    }
-    anyhow::bail!("no free port in 20000..32000")
-}
 
 fn local_service(port: u16) -> ServiceAddr {
     ServiceAddr {
@@ -394,32 +235,17 @@ impl System {
         Ok(())
     }
 
-    /// The servers this system stands on when they are its own ([`System::start_private`]).
-    fn private(&self) -> anyhow::Result<Arc<Private>> {
-        self.infra
-            .private
-            .clone()
-            .context("only a system on private servers (System::start_private) may restart them")
-    }
-
     /// Kills Redis (SIGKILL) and starts it again, empty, on the same port; returns once it
-    /// accepts connections.
+    /// accepts connections. Only a system on private servers ([`System::start_private`]).
     pub async fn restart_redis(&self) -> anyhow::Result<()> {
-        let private = self.private()?;
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            Ok(private.servers()?.restart_redis()?)
-        })
-        .await?
+        self.infra.restart_redis().await
     }
 
     /// Restarts Postgres with `pg_ctl restart -m immediate` (every connection drops
-    /// mid-statement; the data stays); returns once it accepts connections.
+    /// mid-statement; the data stays); returns once it accepts connections. Only a system on
+    /// private servers ([`System::start_private`]).
     pub async fn restart_postgres(&self) -> anyhow::Result<()> {
-        let private = self.private()?;
-        tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            Ok(private.servers()?.restart_postgres_immediate()?)
-        })
-        .await?
+        self.infra.restart_postgres().await
     }
 
     /// A connection to the test's database (to look at what the services wrote).

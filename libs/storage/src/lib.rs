@@ -1,7 +1,9 @@
 //! Postgres for one service: a pool whose connections see only the service's own schema
-//! (`search_path`), and migrations applied into that schema.
+//! (`search_path`), migrations applied into that schema, and batches bound as arrays
+//! ([`unnest`]).
 
 pub mod health;
+pub mod unnest;
 
 use std::{
     str::FromStr,

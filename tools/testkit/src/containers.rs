@@ -12,14 +12,14 @@ use testcontainers_modules::{
 pub const POSTGRES_IMAGE: (&str, &str) = ("oxigram-postgres", "local");
 pub const REDIS_IMAGE: (&str, &str) = ("oxigram-redis", "local");
 
-pub struct Pair {
+pub(crate) struct Pair {
     pub postgres_url: String,
     pub redis_url: String,
     _postgres: ContainerAsync<Postgres>,
     _redis: ContainerAsync<Redis>,
 }
 
-pub async fn start() -> anyhow::Result<Pair> {
+pub(crate) async fn start() -> anyhow::Result<Pair> {
     let hint = "build the images first: scripts/build-images";
     let (postgres, redis) = tokio::try_join!(
         async {

@@ -1,0 +1,12 @@
+-- The messages of a query of boxes (the subquery below, selecting whole message_boxes rows, a
+-- page at most), each box's body probed by primary key. A plain join may be planned as a hash
+-- join over a scan of every body ever sent, whose cost grows with the whole service; probing
+-- costs the same whatever the number of bodies. The body's columns a message shows are listed
+-- here and nowhere else.
+SELECT b.*, m.*
+FROM ({box_query}) b
+CROSS JOIN LATERAL (
+    SELECT sender_id, text, silent, noforwards, edit_date FROM message_bodies
+    WHERE id = b.body_id
+    LIMIT 1
+) m

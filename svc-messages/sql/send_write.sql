@@ -1,0 +1,15 @@
+-- The second statement of a batch of sends: the bodies and every owner's box of the sends
+-- that took box ids (their keys name their bodies already), and the release of the keys of
+-- sends whose reply was invalid (primary key of idempotency_keys), so that a corrected retry
+-- may use them. The outbox rows follow these items in the same statement.
+bodies AS (
+    INSERT INTO message_bodies (id, sender_id, text, date, silent, noforwards)
+    SELECT * FROM {bodies}
+), boxes AS (
+    INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)
+    SELECT * FROM {boxes}
+), released AS (
+    DELETE FROM idempotency_keys k
+    USING {released} AS r(sender_id, random_id)
+    WHERE k.sender_id = r.sender_id AND k.random_id = r.random_id
+)

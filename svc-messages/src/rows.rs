@@ -1,0 +1,120 @@
+//! The rows of messages' tables as Rust sees them: what a send writes (one body, a box per
+//! owner) and what a read gives back (a box with its body), and their one mapping to and from
+//! the `Message` an owner sees.
+
+use oxigram_proto::{messages::v1::SendMessageRequest, types::v1::Message};
+use oxigram_storage::batch_row;
+
+batch_row! {
+    /// A message_bodies row a send writes: the message as its sender wrote it.
+    pub struct BodyRow {
+        pub id: i64,
+        pub sender_id: i64,
+        pub text: String,
+        /// Unix seconds.
+        pub date: i64,
+        pub silent: bool,
+        pub noforwards: bool,
+    }
+}
+
+batch_row! {
+    /// A message_boxes row a send writes: one owner's box of a body.
+    pub struct BoxRow {
+        pub owner_id: i64,
+        pub box_id: i64,
+        pub peer_user_id: i64,
+        pub body_id: i64,
+        pub out: bool,
+        pub reply_to_box_id: i64,
+        pub date: i64,
+    }
+}
+
+impl BoxRow {
+    /// The box of `view`, the owner's view of a new message of `body_id` (see
+    /// [`BodyRow::view`]).
+    pub fn of(view: &Message, owner_id: i64, body_id: i64) -> Self {
+        Self {
+            owner_id,
+            box_id: view.id,
+            peer_user_id: view.peer_user_id,
+            body_id,
+            out: view.out,
+            reply_to_box_id: view.reply_to_msg_id,
+            date: view.date,
+        }
+    }
+}
+
+impl BodyRow {
+    /// The body of a new message `id`, sent now (`date`).
+    pub fn new(id: i64, request: &SendMessageRequest, date: i64) -> Self {
+        Self {
+            id,
+            sender_id: request.sender_id,
+            text: request.text.clone(),
+            date,
+            silent: request.silent,
+            noforwards: request.noforwards,
+        }
+    }
+
+    /// The new message as `owner_id` sees it in her box `box_id`, the message being sent to
+    /// `recipient_id`.
+    pub fn view(
+        &self,
+        owner_id: i64,
+        box_id: i64,
+        recipient_id: i64,
+        reply_to_box_id: i64,
+    ) -> Message {
+        let out = owner_id == self.sender_id;
+        Message {
+            id: box_id,
+            peer_user_id: if out { recipient_id } else { self.sender_id },
+            from_user_id: self.sender_id,
+            out,
+            date: self.date,
+            text: self.text.clone(),
+            reply_to_msg_id: reply_to_box_id,
+            silent: self.silent,
+            noforwards: self.noforwards,
+            edit_date: 0,
+        }
+    }
+}
+
+/// A message as one owner sees it: her box joined with the body (sql/messages_of_boxes.sql).
+#[derive(sqlx::FromRow)]
+pub struct MessageRow {
+    pub owner_id: i64,
+    pub box_id: i64,
+    pub peer_user_id: i64,
+    pub body_id: i64,
+    pub out: bool,
+    pub reply_to_box_id: i64,
+    pub date: i64,
+    pub sender_id: i64,
+    pub text: String,
+    pub silent: bool,
+    pub noforwards: bool,
+    pub edit_date: i64,
+}
+
+impl From<MessageRow> for Message {
+    fn from(r: MessageRow) -> Self {
+        Message {
+            id: r.box_id,
+            peer_user_id: r.peer_user_id,
+            from_user_id: r.sender_id,
+            out: r.out,
+            date: r.date,
+            text: r.text,
+            reply_to_msg_id: r.reply_to_box_id,
+            silent: r.silent,
+            noforwards: r.noforwards,
+            edit_date: r.edit_date,
+        }
+    }
+}

@@ -1,0 +1,466 @@
+//! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
+//! events and outbox rows, replays, replies, blocks) and the owner-view reads.
+
+use anyhow::Context;
+use oxigram_outbox::{Outbox, RelayConfig};
+use oxigram_proto::{messages::v1::SendMessageRequest, types::v1::Message};
+use oxigram_testkit::store::{Migrated, migrated};
+use svc_messages::{
+    send::{self, NewMessage, SendOutcome, Sent},
+    store::{self, HistoryWindow},
+};
+
+const ANN: i64 = 1;
+const BOB: i64 = 2;
+const CAROL: i64 = 3;
+
+async fn schema() -> anyhow::Result<(Migrated, Outbox)> {
+    let db = migrated(
+        svc_messages::SCHEMA,
+        &[&svc_messages::MIGRATOR, &oxigram_outbox::MIGRATOR],
+    )
+    .await?;
+    let outbox = Outbox::new(
+        db.pool.clone(),
+        svc_messages::SCHEMA,
+        RelayConfig::default(),
+    );
+    Ok((db, outbox))
+}
+
+/// A send; what makes two sends the same request is the service's business, so here the
+/// request hash is simply everything but the key.
+fn new(sender_id: i64, peer_user_id: i64, random_id: i64, text: &str) -> NewMessage {
+    replying(sender_id, peer_user_id, random_id, text, 0)
+}
+
+fn replying(sender: i64, peer: i64, random_id: i64, text: &str, reply_to: i64) -> NewMessage {
+    NewMessage {
+        request: SendMessageRequest {
+            sender_id: sender,
+            peer_user_id: peer,
+            random_id,
+            text: text.into(),
+            reply_to_msg_id: reply_to,
+            silent: false,
+            noforwards: false,
+            auth_key_id: 7,
+        },
+        request_hash: format!("{peer}/{reply_to}/{text}").into_bytes(),
+        traceparent: None,
+    }
+}
+
+fn sent(outcome: &SendOutcome) -> anyhow::Result<&Sent> {
+    match outcome {
+        SendOutcome::Sent(sent) => Ok(sent),
+        _ => anyhow::bail!("not sent: {}", kind(outcome)),
+    }
+}
+
+fn kind(outcome: &SendOutcome) -> &'static str {
+    match outcome {
+        SendOutcome::Sent(_) => "sent",
+        SendOutcome::Replayed { .. } => "replayed",
+        SendOutcome::KeyReused => "key reused",
+        SendOutcome::ReplyInvalid => "reply invalid",
+    }
+}
+
+async fn send_one(
+    db: &Migrated,
+    outbox: &Outbox,
+    message: NewMessage,
+) -> anyhow::Result<SendOutcome> {
+    send::send(&db.pool, outbox, &[message])
+        .await?
+        .pop()
+        .context("no outcome")
+}
+
+async fn by_ids(db: &Migrated, owner: i64, ids: &[i64]) -> anyhow::Result<Vec<Message>> {
+    Ok(store::by_ids(&db.pool, owner, ids).await?)
+}
+
+#[tokio::test]
+async fn a_batch_gives_each_owner_her_own_box_ids_views_and_events() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let outcomes = send::send(
+        &db.pool,
+        &outbox,
+        &[
+            new(ANN, BOB, 1, "hello bob"),
+            new(BOB, ANN, 1, "hello ann"),
+            new(ANN, ANN, 2, "a note to self"),
+            new(ANN, BOB, 3, "again"),
+        ],
+    )
+    .await?;
+    let all = outcomes
+        .iter()
+        .map(sent)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    // Box ids per owner, in the batch's order.
+    let ids: Vec<i64> = all.iter().map(|s| s.message.id).collect();
+    assert_eq!(ids, [1, 2, 3, 4]);
+    let bob_sees: Vec<(i64, bool, i64)> = by_ids(&db, BOB, &[1, 2, 3])
+        .await?
+        .iter()
+        .map(|m| (m.id, m.out, m.peer_user_id))
+        .collect();
+    assert_eq!(bob_sees, [(1, false, ANN), (2, true, ANN), (3, false, ANN)]);
+
+    // One event per owner, each naming the other owner's box; the saved message has one.
+    let events: Vec<Vec<(i64, i64, i64)>> = all
+        .iter()
+        .map(|s| {
+            s.updates_events
+                .iter()
+                .map(|e| (e.user_id, e.peer_box_id, e.origin_auth_key_id))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            vec![(ANN, 1, 7), (BOB, 1, 7)],
+            vec![(ANN, 2, 7), (BOB, 2, 7)],
+            vec![(ANN, 0, 7)],
+            vec![(ANN, 3, 7), (BOB, 4, 7)],
+        ]
+    );
+    let note = &all[2].message;
+    assert_eq!(
+        (note.out, note.peer_user_id, note.from_user_id),
+        (true, ANN, ANN)
+    );
+
+    // Every event has its outbox row, written with the messages.
+    let rows: Vec<i64> = all.iter().flat_map(|s| s.updates_rows.clone()).collect();
+    assert_eq!(rows.len(), 7);
+    let stored: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM outbox WHERE id = ANY($1) AND destination = 'updates'",
+    )
+    .bind(&rows)
+    .fetch_one(&db.pool)
+    .await?;
+    let distinct: std::collections::HashSet<_> = rows.iter().collect();
+    assert_eq!(stored, distinct.len() as i64);
+
+    // A send alone (a batch of one) continues the same sequences.
+    let next = send_one(&db, &outbox, new(BOB, ANN, 9, "and you")).await?;
+    assert_eq!(sent(&next)?.message.id, 4);
+    assert_eq!(by_ids(&db, ANN, &[5]).await?.len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_used_key_replays_its_message_or_is_refused() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let first = send_one(&db, &outbox, new(ANN, BOB, 10, "hi")).await?;
+    let first = sent(&first)?;
+    let original_event = first
+        .updates_events
+        .iter()
+        .find(|e| e.user_id == ANN)
+        .context("the sender's event")?;
+
+    // (a send with key 10, what it becomes)
+    let cases = [
+        (new(ANN, BOB, 10, "hi"), "replayed"),
+        (new(ANN, BOB, 10, "hi, changed"), "key reused"),
+        (new(ANN, CAROL, 10, "hi"), "key reused"),
+        (replying(ANN, BOB, 10, "hi", 1), "key reused"),
+        // Another sender's key 10 is hers.
+        (new(BOB, ANN, 10, "hi"), "sent"),
+    ];
+    for (message, expected) in cases {
+        let outcome = send_one(&db, &outbox, message).await?;
+        assert_eq!(kind(&outcome), expected);
+        if let SendOutcome::Replayed { message, event } = outcome {
+            assert_eq!(message, first.message);
+            assert_eq!(event.event_id, original_event.event_id);
+            assert_eq!(event.peer_box_id, original_event.peer_box_id);
+        }
+    }
+
+    // Within one batch: the first of a key is sent, the repeats see it as any later send.
+    let outcomes = send::send(
+        &db.pool,
+        &outbox,
+        &[
+            new(ANN, BOB, 20, "twice"),
+            new(ANN, BOB, 20, "twice"),
+            new(ANN, BOB, 20, "not the same"),
+            new(ANN, BOB, 21, "other"),
+        ],
+    )
+    .await?;
+    let kinds: Vec<&str> = outcomes.iter().map(kind).collect();
+    assert_eq!(kinds, ["sent", "replayed", "key reused", "sent"]);
+    if let [
+        SendOutcome::Sent(first),
+        SendOutcome::Replayed { message, .. },
+        ..,
+    ] = &outcomes[..]
+    {
+        assert_eq!(message, &first.message);
+    }
+    // Ann's boxes: 10 once, 20 once, 21, and Bob's message under his key 10.
+    let ann: Vec<i64> = by_ids(&db, ANN, &[1, 2, 3, 4, 5])
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ann, [1, 2, 3, 4]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn replies_name_each_owners_box_of_the_message() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Ann's boxes: 1 (a note), 2 (to Bob); Bob's: 1.
+    send_one(&db, &outbox, new(ANN, ANN, 1, "note")).await?;
+    let question = send_one(&db, &outbox, new(ANN, BOB, 2, "question?")).await?;
+    assert_eq!(sent(&question)?.message.id, 2);
+
+    let answer = send_one(&db, &outbox, replying(BOB, ANN, 1, "answer", 1)).await?;
+    let answer = sent(&answer)?;
+    assert_eq!((answer.message.id, answer.message.reply_to_msg_id), (2, 1));
+    let in_anns_box = by_ids(&db, ANN, &[3]).await?;
+    assert_eq!(
+        in_anns_box
+            .iter()
+            .map(|m| (m.reply_to_msg_id, m.out))
+            .collect::<Vec<_>>(),
+        [(2, false)]
+    );
+    let recipient_event = answer
+        .updates_events
+        .iter()
+        .find(|e| e.user_id == ANN)
+        .context("Ann's event")?;
+    let Some(oxigram_proto::types::v1::update::Kind::NewMessage(new_message)) = recipient_event
+        .update
+        .as_ref()
+        .and_then(|u| u.kind.as_ref())
+    else {
+        anyhow::bail!("not a new message");
+    };
+    assert_eq!(
+        new_message.message.as_ref().map(|m| m.reply_to_msg_id),
+        Some(2)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_invalid_reply_takes_no_box_id_and_leaves_its_key_free() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send_one(&db, &outbox, new(ANN, ANN, 1, "note")).await?; // Ann 1
+    send_one(&db, &outbox, new(ANN, BOB, 2, "to bob")).await?; // Ann 2, Bob 1
+    send_one(&db, &outbox, new(BOB, CAROL, 1, "to carol")).await?; // Bob 2, Carol 1
+
+    // (reply_to of a send from Ann to Bob, what it becomes)
+    let cases = [
+        (99, "reply invalid"), // no such box
+        (1, "reply invalid"),  // her note: not of this dialog
+        (3, "reply invalid"),  // past her last box
+        (2, "sent"),
+    ];
+    // Every case uses the same key: a refused reply leaves it free.
+    for (reply_to, expected) in cases {
+        let outcomes = send::send(
+            &db.pool,
+            &outbox,
+            &[
+                replying(ANN, BOB, 50, "re", reply_to),
+                new(CAROL, BOB, reply_to, "beside it"),
+            ],
+        )
+        .await?;
+        assert_eq!(
+            outcomes.iter().map(kind).collect::<Vec<_>>(),
+            [expected, "sent"],
+            "reply to {reply_to}"
+        );
+    }
+    // No gap in Ann's box ids; Bob got one box per accepted send.
+    let ann: Vec<i64> = by_ids(&db, ANN, &[1, 2, 3, 4])
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ann, [1, 2, 3]);
+    let bob: Vec<i64> = by_ids(&db, BOB, &(1..=8).collect::<Vec<_>>())
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(bob, [1, 2, 3, 4, 5, 6, 7]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_blocked_sender_keeps_her_own_box_only() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    store::set_blocked(&db.pool, BOB, ANN, true).await?;
+    // Idempotent.
+    store::set_blocked(&db.pool, BOB, ANN, true).await?;
+
+    let outcomes = send::send(
+        &db.pool,
+        &outbox,
+        &[new(ANN, BOB, 1, "hello?"), new(CAROL, BOB, 1, "hi bob")],
+    )
+    .await?;
+    let to_blocker = sent(&outcomes[0])?;
+    assert_eq!(to_blocker.message.id, 1);
+    assert_eq!(
+        to_blocker
+            .updates_events
+            .iter()
+            .map(|e| e.user_id)
+            .collect::<Vec<_>>(),
+        [ANN]
+    );
+    // Bob's only box is Carol's message: Ann's took no box id of his.
+    let bob = by_ids(&db, BOB, &[1, 2]).await?;
+    assert_eq!(
+        bob.iter()
+            .map(|m| (m.id, m.peer_user_id))
+            .collect::<Vec<_>>(),
+        [(1, CAROL)]
+    );
+
+    store::set_blocked(&db.pool, BOB, ANN, false).await?;
+    let after = send_one(&db, &outbox, new(ANN, BOB, 2, "now?")).await?;
+    assert_eq!(sent(&after)?.updates_events.len(), 2);
+    assert_eq!(by_ids(&db, BOB, &[2]).await?.len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_block_list_pages_by_user_id() -> anyhow::Result<()> {
+    let (db, _outbox) = schema().await?;
+    for user in [9, 4, 7, 5] {
+        store::set_blocked(&db.pool, ANN, user, true).await?;
+    }
+    store::set_blocked(&db.pool, BOB, 6, true).await?;
+    store::set_blocked(&db.pool, ANN, 7, false).await?;
+    // (after, limit, page)
+    let cases: [(i64, i32, &[i64]); 4] = [
+        (0, 10, &[4, 5, 9]),
+        (0, 2, &[4, 5]),
+        (5, 2, &[9]),
+        (9, 10, &[]),
+    ];
+    for (after, limit, page) in cases {
+        assert_eq!(
+            store::blocked(&db.pool, ANN, after, limit).await?,
+            page,
+            "after {after}, limit {limit}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn history_windows_seek_around_their_anchor() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let mut batch: Vec<NewMessage> = (1..=10)
+        .map(|n| new(ANN, BOB, n, &format!("message {n}")))
+        .collect();
+    // Not of this dialog.
+    batch.push(new(ANN, CAROL, 11, "elsewhere"));
+    send::send(&db.pool, &outbox, &batch).await?;
+
+    let window = |offset_id, add_offset, limit, max_id, min_id| HistoryWindow {
+        owner: ANN,
+        peer: BOB,
+        offset_id,
+        offset_date: 0,
+        add_offset,
+        limit,
+        max_id,
+        min_id,
+    };
+    // (window, the ids it shows, newest first)
+    let cases: [(HistoryWindow, &[i64]); 7] = [
+        (window(0, 0, 20, 0, 0), &[10, 9, 8, 7, 6, 5, 4, 3, 2, 1]),
+        (window(0, 0, 3, 0, 0), &[10, 9, 8]),
+        (window(5, 0, 3, 0, 0), &[4, 3, 2]),
+        (window(5, -2, 4, 0, 0), &[6, 5, 4, 3]),
+        (window(5, -3, 2, 0, 0), &[7, 6]),
+        (window(0, 0, 20, 0, 7), &[10, 9, 8]),
+        (window(0, 0, 20, 3, 0), &[2, 1]),
+    ];
+    for (w, ids) in cases {
+        let shown: Vec<i64> = store::history(&db.pool, &w)
+            .await?
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(
+            shown, ids,
+            "offset_id {} add_offset {} limit {} max_id {} min_id {}",
+            w.offset_id, w.add_offset, w.limit, w.max_id, w.min_id
+        );
+    }
+    // Bob's side of the same dialog.
+    let bobs = store::history(
+        &db.pool,
+        &HistoryWindow {
+            owner: BOB,
+            peer: ANN,
+            ..window(0, 0, 2, 0, 0)
+        },
+    )
+    .await?;
+    assert_eq!(
+        bobs.iter()
+            .map(|m| (m.id, m.out, m.text.as_str()))
+            .collect::<Vec<_>>(),
+        [(10, false, "message 10"), (9, false, "message 9")]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn messages_by_id_are_the_owners_own() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send::send(
+        &db.pool,
+        &outbox,
+        &[new(ANN, BOB, 1, "one"), new(ANN, BOB, 2, "two")],
+    )
+    .await?;
+    // (owner, ids asked, ids found, ascending and once each)
+    let cases: [(i64, &[i64], &[i64]); 4] = [
+        (ANN, &[2, 1, 2, 99], &[1, 2]),
+        (BOB, &[2], &[2]),
+        (CAROL, &[1, 2], &[]),
+        (ANN, &[], &[]),
+    ];
+    for (owner, asked, found) in cases {
+        let ids: Vec<i64> = by_ids(&db, owner, asked)
+            .await?
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(ids, found, "owner {owner} asking {asked:?}");
+    }
+    let [one] = &by_ids(&db, BOB, &[1]).await?[..] else {
+        anyhow::bail!("Bob's first message");
+    };
+    assert_eq!(
+        (
+            one.from_user_id,
+            one.peer_user_id,
+            one.out,
+            one.text.as_str()
+        ),
+        (ANN, ANN, false, "one")
+    );
+    Ok(())
+}

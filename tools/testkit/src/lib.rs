@@ -1,0 +1,9 @@
+//! Fixtures shared by oxigram's tests: where Postgres and Redis come from ([`infra`],
+//! [`private_infra`]), a fresh database per test ([`fresh_database`]), and one service's
+//! migrated schema for testing its store ([`store::migrated`]).
+
+mod containers;
+mod infra;
+pub mod store;
+
+pub use infra::{Infra, free_port, fresh_database, infra, private_infra, unique_name};

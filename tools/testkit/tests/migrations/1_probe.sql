@@ -1,0 +1,1 @@
+CREATE TABLE probe (id bigint PRIMARY KEY, note text NOT NULL);
