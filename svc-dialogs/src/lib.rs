@@ -13,7 +13,10 @@ mod store;
 
 use std::{sync::Arc, time::Duration};
 
-use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_kit::{
+    Config,
+    startup::{self, Starting},
+};
 use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::dialogs::v1::dialogs_server::DialogsServer;
 use tokio_util::sync::CancellationToken;
@@ -29,9 +32,8 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-dialogs until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.dialogs;
-    let server = GrpcServer::bind("dialogs", me).await?;
-    let pool =
-        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
+    let start = Starting::bind(&config, "dialogs", me, SCHEMA, &MIGRATOR).await?;
+    let pool = start.pool.clone();
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let to_updates = outbound::ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
@@ -40,21 +42,12 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let to_updates = Arc::new(to_updates);
     let derived = FastPath::start(outbox.clone(), to_updates.clone(), Duration::ZERO);
     let service = DialogsService::new(pool.clone(), outbox.clone(), (*to_updates).clone(), derived);
-    let relay = outbox.relay(to_updates);
-    let readiness = server.readiness();
-    let background = {
-        let shutdown = shutdown.clone();
-        let outbox_config = config.outbox.clone();
-        let deps = vec![("updates", config.services.updates.endpoint.clone())];
-        async move {
-            let prune = startup::prune_inbox(pool.clone(), &outbox_config, shutdown.clone());
-            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
-                .await?;
-            tokio::join!(relay.run(shutdown), prune);
-            anyhow::Ok(())
-        }
-    };
+    let relay = outbox.relay(to_updates).run(shutdown.clone());
+    let prune = startup::prune_inbox(pool, &config.outbox, shutdown.clone());
+    let deps = vec![("updates", config.services.updates.endpoint.clone())];
     let routes = tonic::service::Routes::new(DialogsServer::new(service));
-    tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;
-    Ok(())
+    let background = async move {
+        tokio::join!(relay, prune);
+    };
+    start.serve(routes, deps, background, shutdown).await
 }

@@ -10,7 +10,10 @@ mod service;
 
 use std::sync::Arc;
 
-use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_kit::{
+    Config,
+    startup::{self, Starting},
+};
 use oxigram_outbox::{FastPath, Outbox};
 use oxigram_proto::dispatch::v1::dispatch_server::DispatchServer;
 use oxigram_routes::{RedisHandle, RouteLookup};
@@ -28,9 +31,8 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-dispatch until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.dispatch;
-    let server = GrpcServer::bind("dispatch", me).await?;
-    let pool =
-        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
+    let start = Starting::bind(&config, "dispatch", me, SCHEMA, &MIGRATOR).await?;
+    let pool = start.pool.clone();
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let routes = RouteLookup::new(
         RedisHandle::new(config.redis_url()?)?,
@@ -43,20 +45,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         std::time::Duration::ZERO,
     );
     let service = DispatchService::new(pool.clone(), outbox.clone(), fast_path);
-    let relay = outbox.relay(to_gateways);
-    let readiness = server.readiness();
-    let background = {
-        let shutdown = shutdown.clone();
-        let outbox_config = config.outbox.clone();
-        async move {
-            let prune = startup::prune_inbox(pool.clone(), &outbox_config, shutdown.clone());
-            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, vec![], shutdown.clone())
-                .await?;
-            tokio::join!(relay.run(shutdown), prune);
-            anyhow::Ok(())
-        }
+    let relay = outbox.relay(to_gateways).run(shutdown.clone());
+    let prune = startup::prune_inbox(pool, &config.outbox, shutdown.clone());
+    let background = async move {
+        tokio::join!(relay, prune);
     };
     let grpc_routes = tonic::service::Routes::new(DispatchServer::new(service));
-    tokio::try_join!(server.serve(grpc_routes, shutdown.clone()), background)?;
-    Ok(())
+    start.serve(grpc_routes, vec![], background, shutdown).await
 }

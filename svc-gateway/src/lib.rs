@@ -23,7 +23,7 @@ use std::{
     time::Duration,
 };
 
-use oxigram_kit::{Config, GrpcChannel, GrpcServer, startup};
+use oxigram_kit::{Config, GrpcChannel, startup::Starting};
 use oxigram_proto::{
     api::v1::{
         auth_server::AuthServer, dialogs_server::DialogsServer, media_server::MediaServer,
@@ -70,9 +70,7 @@ pub struct Gateway {
 /// Runs svc-gateway until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.gateway;
-    let server = GrpcServer::bind("gateway", me).await?;
-    let pool =
-        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
+    let start = Starting::bind(&config, "gateway", me, SCHEMA, &MIGRATOR).await?;
     let outbound::Outbound {
         messages,
         updates,
@@ -82,7 +80,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let hub = Arc::new(hub::Hub::default());
     let redis = RedisHandle::new(config.redis_url()?)?;
     let gateway = Arc::new(Gateway {
-        pool: pool.clone(),
+        pool: start.pool.clone(),
         messages,
         updates,
         dialogs,
@@ -109,19 +107,14 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         shutdown: shutdown.clone(),
         config: config.clone(),
     });
-    let readiness = server.readiness();
     let background = {
         let shutdown = shutdown.clone();
         let gateway = gateway.clone();
-        let deps = outbound::Outbound::dependencies(&config);
         async move {
-            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
-                .await?;
             tokio::join!(
                 refresh_routes(&gateway, &shutdown),
                 keep_routes(&gateway, &shutdown)
             );
-            anyhow::Ok(())
         }
     };
     let routes = tonic::service::Routes::new(AuthServer::new(auth::AuthApi(gateway.clone())))
@@ -133,8 +126,8 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         .add_service(DialogsServer::new(dialogs_api::DialogsApi(gateway.clone())))
         .add_service(MediaServer::new(media_api::MediaApi(gateway.clone())))
         .add_service(GatewayPushServer::new(hub::PushApi(hub)));
-    tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;
-    Ok(())
+    let deps = outbound::Outbound::dependencies(&config);
+    start.serve(routes, deps, background, shutdown).await
 }
 
 /// How often the route keeper asks Redis whether this instance's routes are still there.

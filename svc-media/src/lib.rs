@@ -8,7 +8,7 @@ mod service;
 
 use std::sync::Arc;
 
-use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_kit::{Config, startup::Starting};
 use oxigram_proto::media::v1::media_server::MediaServer;
 use tokio_util::sync::CancellationToken;
 
@@ -22,17 +22,11 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-media until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let me = &config.services.media;
-    let server = GrpcServer::bind("media", me).await?;
-    let pool =
-        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let service = MediaService::new(pool.clone(), blobs::LocalBlobs::new(&config.media.blob_dir));
-    let readiness = server.readiness();
-    let background = {
-        let shutdown = shutdown.clone();
-        startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, vec![], shutdown)
-    };
+    let start = Starting::bind(&config, "media", &config.services.media, SCHEMA, &MIGRATOR).await?;
+    let service = MediaService::new(
+        start.pool.clone(),
+        blobs::LocalBlobs::new(&config.media.blob_dir),
+    );
     let routes = tonic::service::Routes::new(MediaServer::new(service));
-    tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;
-    Ok(())
+    start.serve(routes, vec![], async {}, shutdown).await
 }

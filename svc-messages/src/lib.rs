@@ -15,7 +15,10 @@ pub mod store;
 
 use std::sync::Arc;
 
-use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_kit::{
+    Config,
+    startup::{self, Starting},
+};
 use oxigram_outbox::Outbox;
 use oxigram_proto::messages::v1::messages_server::MessagesServer;
 use tokio_util::sync::CancellationToken;
@@ -33,34 +36,25 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-messages until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.messages;
-    let server = GrpcServer::bind("messages", me).await?;
-    let pool =
-        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
+    let start = Starting::bind(&config, "messages", me, SCHEMA, &MIGRATOR).await?;
+    let outbox = Outbox::new(
+        start.pool.clone(),
+        SCHEMA,
+        startup::relay_config(&config.outbox),
+    );
     let to_updates = outbound::ToUpdates::new(oxigram_kit::channel(
         &config.services.updates.endpoint,
         config.rpc_timeout(),
     )?);
     let group = group_commit::GroupCommit::start(
-        pool.clone(),
+        start.pool.clone(),
         outbox.clone(),
         to_updates.clone(),
         config.messages.send_workers,
     );
-    let service = MessagesService::new(pool.clone(), group);
-    let updates_relay = outbox.relay(to_updates);
-    let readiness = server.readiness();
-    let background = {
-        let shutdown = shutdown.clone();
-        let deps = vec![("updates", config.services.updates.endpoint.clone())];
-        async move {
-            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
-                .await?;
-            updates_relay.run(shutdown).await;
-            anyhow::Ok(())
-        }
-    };
+    let service = MessagesService::new(start.pool.clone(), group);
+    let relay = outbox.relay(to_updates).run(shutdown.clone());
+    let deps = vec![("updates", config.services.updates.endpoint.clone())];
     let routes = tonic::service::Routes::new(MessagesServer::new(service));
-    tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;
-    Ok(())
+    start.serve(routes, deps, relay, shutdown).await
 }

@@ -14,7 +14,10 @@ mod service;
 
 use std::sync::Arc;
 
-use oxigram_kit::{Config, GrpcServer, startup};
+use oxigram_kit::{
+    Config,
+    startup::{self, Starting},
+};
 use oxigram_outbox::Outbox;
 use oxigram_proto::updates::v1::updates_server::UpdatesServer;
 use tokio_util::sync::CancellationToken;
@@ -31,10 +34,12 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// Runs svc-updates until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
     let me = &config.services.updates;
-    let server = GrpcServer::bind("updates", me).await?;
-    let pool =
-        oxigram_storage::connect_lazy(&config.database_url_for(me)?, SCHEMA, config.db_pool_size)?;
-    let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
+    let start = Starting::bind(&config, "updates", me, SCHEMA, &MIGRATOR).await?;
+    let outbox = Outbox::new(
+        start.pool.clone(),
+        SCHEMA,
+        startup::relay_config(&config.outbox),
+    );
     let dispatch = oxigram_kit::channel(&config.services.dispatch.endpoint, config.rpc_timeout())?;
     let to_dispatch = Arc::new(outbound::ToDispatch::new(dispatch));
     let dialogs = oxigram_kit::channel(&config.services.dialogs.endpoint, config.rpc_timeout())?;
@@ -49,27 +54,21 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         (to_dialogs.clone(), millis(config.updates.dialogs_linger_ms)),
     );
     let service = UpdatesService::new(
-        pool.clone(),
+        start.pool.clone(),
         outbox.clone(),
         hand_offs,
         config.updates.retain_per_user,
         config.updates.append_workers,
     );
-    let relays = (outbox.relay(to_dispatch), outbox.relay(to_dialogs));
-    let readiness = server.readiness();
-    let background = {
-        let shutdown = shutdown.clone();
-        let dispatch_endpoint = config.services.dispatch.endpoint.clone();
-        async move {
-            // Not svc-dialogs, which waits for this service: its relay retries until it serves.
-            let deps = vec![("dispatch", dispatch_endpoint)];
-            startup::become_ready(readiness, pool, SCHEMA, &MIGRATOR, deps, shutdown.clone())
-                .await?;
-            tokio::join!(relays.0.run(shutdown.clone()), relays.1.run(shutdown));
-            anyhow::Ok(())
-        }
+    let relays = (
+        outbox.relay(to_dispatch).run(shutdown.clone()),
+        outbox.relay(to_dialogs).run(shutdown.clone()),
+    );
+    let background = async move {
+        tokio::join!(relays.0, relays.1);
     };
+    // Not svc-dialogs, which waits for this service: its relay retries until it serves.
+    let deps = vec![("dispatch", config.services.dispatch.endpoint.clone())];
     let routes = tonic::service::Routes::new(UpdatesServer::new(service));
-    tokio::try_join!(server.serve(routes, shutdown.clone()), background)?;
-    Ok(())
+    start.serve(routes, deps, background, shutdown).await
 }

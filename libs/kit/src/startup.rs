@@ -1,11 +1,78 @@
 //! The start-up sequence every service shares: migrate its schema, wait for the services it
 //! calls, then report SERVING. Until then its health says NOT_SERVING.
 
+use std::future::Future;
+
 use oxigram_outbox::RelayConfig;
 use sqlx::{PgPool, migrate::Migrator};
 use tokio_util::sync::CancellationToken;
 
-use crate::{config::OutboxConfig, server::Readiness};
+use crate::{
+    Config, ServiceAddr,
+    config::OutboxConfig,
+    server::{GrpcServer, Readiness},
+};
+
+/// A service between binding its port and serving: its listener, and its pool bound to its
+/// own schema (connected lazily, so a service starts while Postgres is still coming up).
+pub struct Starting {
+    server: GrpcServer,
+    /// The service's pool, on its schema.
+    pub pool: PgPool,
+    schema: &'static str,
+    migrations: &'static Migrator,
+}
+
+impl Starting {
+    /// Binds `me`'s port and connects the pool to `schema`, whose migrations are `migrations`.
+    pub async fn bind(
+        config: &Config,
+        name: &'static str,
+        me: &ServiceAddr,
+        schema: &'static str,
+        migrations: &'static Migrator,
+    ) -> anyhow::Result<Self> {
+        let server = GrpcServer::bind(name, me).await?;
+        let pool = oxigram_storage::connect_lazy(
+            &config.database_url_for(me)?,
+            schema,
+            config.db_pool_size,
+        )?;
+        Ok(Self {
+            server,
+            pool,
+            schema,
+            migrations,
+        })
+    }
+
+    /// Serves `routes` until `shutdown`. Meanwhile it becomes ready ([`become_ready`], with
+    /// `dependencies`), and only then runs `after_ready` (relays and other background loops,
+    /// which must end on `shutdown`): nothing is handed on before the schema is migrated.
+    pub async fn serve(
+        self,
+        routes: tonic::service::Routes,
+        dependencies: Vec<(&'static str, String)>,
+        after_ready: impl Future<Output = ()> + Send + 'static,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<()> {
+        let ready = become_ready(
+            self.server.readiness(),
+            self.pool,
+            self.schema,
+            self.migrations,
+            dependencies,
+            shutdown.clone(),
+        );
+        let background = async move {
+            ready.await?;
+            after_ready.await;
+            anyhow::Ok(())
+        };
+        tokio::try_join!(self.server.serve(routes, shutdown), background)?;
+        Ok(())
+    }
+}
 
 /// Migrates `schema` with the service's migrations plus the outbox's, waits until every
 /// `(name, endpoint)` in `dependencies` is SERVING, then flips `readiness` to SERVING.
