@@ -8,7 +8,7 @@
 # Debian's postgresql package creates and starts a system cluster on port
 # 5432, and redis-server may start a system Redis on 6379; both are harmless:
 # oxigram runs its own private servers (ports 55432 and 56379 by default)
-# under its data folder (see libs/devinfra).
+# under its data folder (see tools/devinfra).
 set -euo pipefail
 
 log() { printf 'oxigram: %s\n' "$*" >&2; }

@@ -5,11 +5,11 @@
 //! receipts and the sender's side of a read are events for svc-updates, written to this
 //! service's outbox in the same transaction.
 
-mod outbound;
-mod projection;
+pub mod outbound;
+pub mod projection;
 mod read;
 mod service;
-mod store;
+pub mod store;
 
 use std::{sync::Arc, time::Duration};
 

@@ -140,15 +140,11 @@ pub async fn apply(
     }
     if !moved_owners.is_empty() {
         // Primary key of log_positions.
-        sqlx::query(
-            "INSERT INTO log_positions (owner_id, pts)
-             SELECT * FROM UNNEST($1::bigint[], $2::int[]) ORDER BY 1
-             ON CONFLICT (owner_id) DO UPDATE SET pts = EXCLUDED.pts",
-        )
-        .bind(&moved_owners)
-        .bind(&moved_to)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(include_str!("../sql/record_positions.sql"))
+            .bind(&moved_owners)
+            .bind(&moved_to)
+            .execute(&mut *tx)
+            .await?;
     }
     if !derived.is_empty() {
         let ids = outbox.enqueue(&mut tx, &derived).await?;
@@ -167,20 +163,14 @@ async fn lock_positions(
     by_owner: &BTreeMap<i64, Vec<UserEvent>>,
 ) -> Result<HashMap<i64, i32>, sqlx::Error> {
     let owners: Vec<i64> = by_owner.keys().copied().collect();
-    let created: Vec<i64> = sqlx::query_scalar(
-        "INSERT INTO log_positions (owner_id, pts) SELECT unnest($1::bigint[]), 0 ORDER BY 1
-         ON CONFLICT DO NOTHING RETURNING owner_id",
-    )
-    .bind(&owners)
-    .fetch_all(&mut *tx)
-    .await?;
-    let locked: Vec<(i64, i32)> = sqlx::query_as(
-        "SELECT owner_id, pts FROM log_positions WHERE owner_id = ANY($1)
-         ORDER BY owner_id FOR UPDATE",
-    )
-    .bind(&owners)
-    .fetch_all(&mut *tx)
-    .await?;
+    let created: Vec<i64> = sqlx::query_scalar(include_str!("../sql/create_positions.sql"))
+        .bind(&owners)
+        .fetch_all(&mut *tx)
+        .await?;
+    let locked: Vec<(i64, i32)> = sqlx::query_as(include_str!("../sql/lock_positions.sql"))
+        .bind(&owners)
+        .fetch_all(&mut *tx)
+        .await?;
     let first_start = |owner: &i64| {
         by_owner
             .get(owner)
@@ -218,11 +208,9 @@ async fn lock_positions(
 }
 
 /// New messages: recorded as incoming where they are, and each dialog's top message and unread
-/// count moved once, in one statement (creating the dialogs that are missing). The dialogs are
-/// upserted in key order by primary key (an UPDATE … FROM UNNEST would hash-join a scan of
-/// every partition); a message counts as unread only above the dialog's read watermark, which
-/// the reads logged before it have set. Primary key of dialog_incoming: a message already
-/// recorded does not count twice.
+/// count moved once, in one statement (creating the dialogs that are missing); a message
+/// counts as unread only above the dialog's read watermark, which the reads logged before it
+/// have set.
 async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<(), sqlx::Error> {
     if arrived.is_empty() {
         return Ok(());
@@ -235,26 +223,7 @@ async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<()
         }
     }
     let incoming: Vec<&Arrived> = arrived.iter().filter(|m| !m.out).collect();
-    static APPLY: &str = "WITH arrived AS (
-            INSERT INTO dialog_incoming (owner_id, peer_user_id, box_id, peer_box_id)
-            SELECT * FROM UNNEST($5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[])
-            ON CONFLICT DO NOTHING RETURNING owner_id, peer_user_id, box_id
-         )
-         INSERT INTO dialogs AS d (owner_id, peer_user_id, top_message_id, top_message_date, unread_count)
-         SELECT t.owner_id, t.peer_user_id, t.top_id, t.top_date,
-                (SELECT count(*) FROM arrived a
-                 WHERE a.owner_id = t.owner_id AND a.peer_user_id = t.peer_user_id)::int
-         FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
-             AS t(owner_id, peer_user_id, top_id, top_date)
-         ORDER BY 1, 2
-         ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
-            top_message_id = GREATEST(d.top_message_id, EXCLUDED.top_message_id),
-            top_message_date = CASE WHEN EXCLUDED.top_message_id > d.top_message_id
-                THEN EXCLUDED.top_message_date ELSE d.top_message_date END,
-            unread_count = d.unread_count + (SELECT count(*) FROM arrived a
-                WHERE a.owner_id = d.owner_id AND a.peer_user_id = d.peer_user_id
-                  AND a.box_id > d.read_inbox_max_id)::int";
-    sqlx::query(APPLY)
+    sqlx::query(include_str!("../sql/apply_messages.sql"))
         .bind(tops.keys().map(|k| k.0).collect::<Vec<_>>())
         .bind(tops.keys().map(|k| k.1).collect::<Vec<_>>())
         .bind(tops.values().map(|v| v.0).collect::<Vec<_>>())
@@ -276,28 +245,13 @@ async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<()
 async fn apply_read(tx: &mut PgConnection, r: ReadInbox) -> Result<Option<NewRow>, sqlx::Error> {
     let (owner, peer) = (r.owner, r.read.peer_user_id);
     // Primary key of dialogs; dialog_incoming's for the peer's ids of the messages read.
-    let peer_max: Option<Option<i64>> = sqlx::query_scalar(
-        "WITH before AS (
-            SELECT read_inbox_max_id FROM dialogs
-            WHERE owner_id = $1 AND peer_user_id = $2 FOR UPDATE
-         ), moved AS (
-            UPDATE dialogs d SET read_inbox_max_id = GREATEST(d.read_inbox_max_id, $3),
-                                 unread_count = $4
-            FROM before
-            WHERE d.owner_id = $1 AND d.peer_user_id = $2
-            RETURNING before.read_inbox_max_id AS was
-         )
-         SELECT (SELECT max(i.peer_box_id) FROM dialog_incoming i
-                 WHERE i.owner_id = $1 AND i.peer_user_id = $2
-                   AND i.box_id > moved.was AND i.box_id <= $3)
-         FROM moved",
-    )
-    .bind(owner)
-    .bind(peer)
-    .bind(r.read.max_id)
-    .bind(r.read.still_unread_count)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let peer_max: Option<Option<i64>> = sqlx::query_scalar(include_str!("../sql/apply_read.sql"))
+        .bind(owner)
+        .bind(peer)
+        .bind(r.read.max_id)
+        .bind(r.read.still_unread_count)
+        .fetch_optional(&mut *tx)
+        .await?;
     let Some(peer_max) = peer_max.flatten().filter(|id| *id > 0 && peer != owner) else {
         return Ok(None);
     };
@@ -330,17 +284,13 @@ async fn read_outbox(
     date: i64,
 ) -> Result<(), sqlx::Error> {
     if advance(tx, Watermark::ReadOutbox, owner, reader, max_id).await? {
-        // Primary key of outbox_reads.
-        sqlx::query(
-            "INSERT INTO outbox_reads (owner_id, peer_user_id, max_id, read_at)
-             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-        )
-        .bind(owner)
-        .bind(reader)
-        .bind(max_id)
-        .bind(date)
-        .execute(tx)
-        .await?;
+        sqlx::query(include_str!("../sql/record_outbox_read.sql"))
+            .bind(owner)
+            .bind(reader)
+            .bind(max_id)
+            .bind(date)
+            .execute(tx)
+            .await?;
     }
     Ok(())
 }

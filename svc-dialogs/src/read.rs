@@ -17,7 +17,10 @@ use tokio::time::Instant;
 use tonic::Status;
 use uuid::Uuid;
 
-use crate::outbound::{TO_UPDATES, ToUpdates};
+use crate::{
+    outbound::{TO_UPDATES, ToUpdates},
+    store,
+};
 
 /// Longest a read waits for its own update to be applied here, and the sender's side of it to
 /// be handed on, before answering; far beyond the few milliseconds a hand-off takes.
@@ -34,41 +37,6 @@ pub enum Read {
     Logged { pts: i32 },
 }
 
-/// A dialog as the read counts it, in one snapshot.
-#[derive(sqlx::FromRow)]
-struct View {
-    /// How far the reader's log has been applied here.
-    position: i32,
-    read_inbox_max_id: i64,
-    /// The message the read goes up to, as far as this view knows.
-    target: i64,
-    still_unread: i64,
-}
-
-/// The reader's position, her watermark, the message the read goes up to and the messages
-/// above it, in one statement (primary keys of log_positions, dialogs, dialog_incoming). A
-/// dialog not applied yet reads as empty.
-async fn view(pool: &PgPool, owner: i64, peer: i64, max_id: i64) -> Result<View, sqlx::Error> {
-    sqlx::query_as(
-        "WITH d AS (
-            SELECT coalesce(max(read_inbox_max_id), 0) AS read_inbox_max_id,
-                   CASE WHEN $3 = 0 THEN coalesce(max(top_message_id), 0)
-                        ELSE LEAST($3, coalesce(max(top_message_id), 0)) END AS target
-            FROM dialogs WHERE owner_id = $1 AND peer_user_id = $2
-         )
-         SELECT coalesce((SELECT pts FROM log_positions WHERE owner_id = $1), 0) AS position,
-                d.read_inbox_max_id, d.target,
-                (SELECT count(*) FROM dialog_incoming i
-                 WHERE i.owner_id = $1 AND i.peer_user_id = $2 AND i.box_id > d.target) AS still_unread
-         FROM d",
-    )
-    .bind(owner)
-    .bind(peer)
-    .bind(max_id)
-    .fetch_one(pool)
-    .await
-}
-
 /// Reads `owner`'s dialog with `peer` up to `max_id` (0: everything).
 pub async fn read_history(
     pool: &PgPool,
@@ -79,7 +47,9 @@ pub async fn read_history(
     max_id: i64,
     auth_key_id: i64,
 ) -> Result<Read, Status> {
-    let v = view(pool, owner, peer, max_id).await.map_err(Error::from)?;
+    let v = store::read_view(pool, owner, peer, max_id)
+        .await
+        .map_err(Error::from)?;
     let answer = to_updates
         .append_read(AppendReadRequest {
             event_id: Uuid::new_v4().to_string(),
@@ -101,13 +71,7 @@ pub async fn read_history(
     // Should a wait run out, the log has the read and the rest follows it.
     let deadline = Instant::now() + APPLY_WAIT_CAP;
     let applied = until(deadline, || async {
-        // Primary key of log_positions.
-        let position: Option<i32> =
-            sqlx::query_scalar("SELECT pts FROM log_positions WHERE owner_id = $1")
-                .bind(owner)
-                .fetch_optional(pool)
-                .await?;
-        Ok(position.unwrap_or(0) >= answer.pts)
+        Ok(store::log_position(pool, owner).await? >= answer.pts)
     })
     .await
     .map_err(Error::from)?;

@@ -1,11 +1,12 @@
-//! The SQL of dialogs' pages, receipts (DELIVERED) and watermarks.
+//! The SQL of dialogs' pages, reads' views, receipts (DELIVERED) and watermarks. Statements of
+//! more than a line are in `sql/`.
 
 use oxigram_outbox::Outbox;
 use oxigram_proto::{
     dialogs::v1::Dialog,
     types::v1::{Update, UpdateDeliveredOutbox, UserEvent, update},
 };
-use sqlx::{PgConnection, PgPool, Row};
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::outbound;
@@ -13,42 +14,87 @@ use crate::outbound;
 /// Most peers one receipt reports to; older gaps are left to later receipts.
 pub const MAX_RECEIPT_PEERS: i64 = 1000;
 
-/// One page of dialogs after the seek key, newest first (index dialogs_order).
+/// A row of dialogs as a page shows it.
+#[derive(sqlx::FromRow)]
+struct DialogRow {
+    peer_user_id: i64,
+    top_message_id: i64,
+    top_message_date: i64,
+    read_inbox_max_id: i64,
+    read_outbox_max_id: i64,
+    unread_count: i32,
+    delivered_outbox_max_id: i64,
+}
+
+impl From<DialogRow> for Dialog {
+    fn from(r: DialogRow) -> Self {
+        Dialog {
+            peer_user_id: r.peer_user_id,
+            top_message_id: r.top_message_id,
+            top_message_date: r.top_message_date,
+            read_inbox_max_id: r.read_inbox_max_id,
+            read_outbox_max_id: r.read_outbox_max_id,
+            unread_count: r.unread_count,
+            delivered_outbox_max_id: r.delivered_outbox_max_id,
+        }
+    }
+}
+
+/// One page of dialogs after the seek key `after` (top message date, top message id, peer),
+/// newest first (index dialogs_order).
 pub async fn page(
     pool: &PgPool,
     owner: i64,
     after: (i64, i64, i64),
     limit: i32,
 ) -> Result<Vec<Dialog>, sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT peer_user_id, top_message_id, top_message_date, read_inbox_max_id,
-                read_outbox_max_id, unread_count, delivered_outbox_max_id
-         FROM dialogs
-         WHERE owner_id = $1 AND (top_message_date, top_message_id, peer_user_id) < ($2, $3, $4)
-           AND top_message_id > 0
-         ORDER BY top_message_date DESC, top_message_id DESC, peer_user_id DESC
-         LIMIT $5",
-    )
-    .bind(owner)
-    .bind(after.0)
-    .bind(after.1)
-    .bind(after.2)
-    .bind(limit as i64)
-    .fetch_all(pool)
-    .await?;
-    rows.into_iter()
-        .map(|r| {
-            Ok(Dialog {
-                peer_user_id: r.try_get("peer_user_id")?,
-                top_message_id: r.try_get("top_message_id")?,
-                top_message_date: r.try_get("top_message_date")?,
-                read_inbox_max_id: r.try_get("read_inbox_max_id")?,
-                read_outbox_max_id: r.try_get("read_outbox_max_id")?,
-                unread_count: r.try_get("unread_count")?,
-                delivered_outbox_max_id: r.try_get("delivered_outbox_max_id")?,
-            })
-        })
-        .collect()
+    let rows: Vec<DialogRow> = sqlx::query_as(include_str!("../sql/page.sql"))
+        .bind(owner)
+        .bind(after.0)
+        .bind(after.1)
+        .bind(after.2)
+        .bind(limit as i64)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().map(Dialog::from).collect())
+}
+
+/// A dialog as a read counts it, in one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ReadView {
+    /// How far the reader's log has been applied here.
+    pub position: i32,
+    pub read_inbox_max_id: i64,
+    /// The message the read goes up to, as far as this view knows.
+    pub target: i64,
+    pub still_unread: i64,
+}
+
+/// `owner`'s position, her watermark in the dialog with `peer`, the message a read up to
+/// `max_id` (0: everything) goes up to and the messages above it.
+pub async fn read_view(
+    pool: &PgPool,
+    owner: i64,
+    peer: i64,
+    max_id: i64,
+) -> Result<ReadView, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/read_view.sql"))
+        .bind(owner)
+        .bind(peer)
+        .bind(max_id)
+        .fetch_one(pool)
+        .await
+}
+
+/// How far `owner`'s log has been applied here; 0 before any of it (primary key of
+/// log_positions).
+pub async fn log_position(pool: &PgPool, owner: i64) -> Result<i32, sqlx::Error> {
+    let position: Option<i32> =
+        sqlx::query_scalar("SELECT pts FROM log_positions WHERE owner_id = $1")
+            .bind(owner)
+            .fetch_optional(pool)
+            .await?;
+    Ok(position.unwrap_or(0))
 }
 
 fn event(user_id: i64, kind: update::Kind, origin_auth_key_id: i64) -> UserEvent {
@@ -81,7 +127,8 @@ async fn enqueue(
 }
 
 /// The sender-side watermarks of a dialog, which only ever move forward.
-pub(crate) enum Watermark {
+#[derive(Debug, Clone, Copy)]
+pub enum Watermark {
     ReadOutbox,
     DeliveredOutbox,
 }
@@ -89,7 +136,7 @@ pub(crate) enum Watermark {
 /// Moves `owner`'s watermark in the dialog with `peer` up to `max_id`; `true` when it moved
 /// (primary key of dialogs). The dialog row is created when the owner's own new-message
 /// events have not been applied yet, so a read or receipt that overtakes them is kept.
-pub(crate) async fn advance(
+pub async fn advance(
     tx: &mut PgConnection,
     watermark: Watermark,
     owner: i64,
@@ -97,16 +144,8 @@ pub(crate) async fn advance(
     max_id: i64,
 ) -> Result<bool, sqlx::Error> {
     let sql = match watermark {
-        Watermark::ReadOutbox => {
-            "INSERT INTO dialogs (owner_id, peer_user_id, read_outbox_max_id) VALUES ($1, $2, $3)
-             ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET read_outbox_max_id = $3
-             WHERE dialogs.read_outbox_max_id < $3"
-        }
-        Watermark::DeliveredOutbox => {
-            "INSERT INTO dialogs (owner_id, peer_user_id, delivered_outbox_max_id) VALUES ($1, $2, $3)
-             ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET delivered_outbox_max_id = $3
-             WHERE dialogs.delivered_outbox_max_id < $3"
-        }
+        Watermark::ReadOutbox => include_str!("../sql/advance_read_outbox.sql"),
+        Watermark::DeliveredOutbox => include_str!("../sql/advance_delivered_outbox.sql"),
     };
     let moved = sqlx::query(sql)
         .bind(owner)
@@ -131,14 +170,12 @@ pub async fn outbox_read_date(
     peer: i64,
     msg_id: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT min(read_at) FROM outbox_reads WHERE owner_id = $1 AND peer_user_id = $2 AND max_id >= $3",
-    )
-    .bind(owner)
-    .bind(peer)
-    .bind(msg_id)
-    .fetch_one(pool)
-    .await
+    sqlx::query_scalar(include_str!("../sql/outbox_read_date.sql"))
+        .bind(owner)
+        .bind(peer)
+        .bind(msg_id)
+        .fetch_one(pool)
+        .await
 }
 
 /// DELIVERED: one device of `owner` stored every message up to `max_id`. Kept per device;
@@ -154,15 +191,12 @@ pub async fn received(
     let mut tx = pool.begin().await?;
     // The user-level watermark before this receipt: the highest over her devices.
     // Locks the owner's receipt rows (primary key prefix) so receipts of one user serialise.
-    let before: Vec<(i64, i64)> = sqlx::query(
+    let before: Vec<(i64, i64)> = sqlx::query_as(
         "SELECT auth_key_id, max_id FROM device_receipts WHERE owner_id = $1 FOR UPDATE",
     )
     .bind(owner)
     .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|r| Ok((r.try_get("auth_key_id")?, r.try_get("max_id")?)))
-    .collect::<Result<_, sqlx::Error>>()?;
+    .await?;
     let user_before = before.iter().map(|(_, m)| *m).max().unwrap_or(0);
     let device_before = before
         .iter()
@@ -178,30 +212,22 @@ pub async fn received(
     if target <= device_before {
         return Ok((device_before, None));
     }
-    sqlx::query(
-        "INSERT INTO device_receipts (owner_id, auth_key_id, max_id) VALUES ($1, $2, $3)
-         ON CONFLICT (owner_id, auth_key_id) DO UPDATE SET max_id = EXCLUDED.max_id, updated_at = now()",
-    )
-    .bind(owner)
-    .bind(auth_key_id)
-    .bind(target)
-    .execute(&mut *tx)
-    .await?;
+    sqlx::query(include_str!("../sql/store_device_receipt.sql"))
+        .bind(owner)
+        .bind(auth_key_id)
+        .bind(target)
+        .execute(&mut *tx)
+        .await?;
     let mut events = Vec::new();
     if target > user_before {
-        let peers = sqlx::query(
-            "SELECT peer_user_id, max(peer_box_id) AS peer_max FROM dialog_incoming
-             WHERE owner_id = $1 AND box_id > $2 AND box_id <= $3
-             GROUP BY peer_user_id ORDER BY peer_user_id LIMIT $4",
-        )
-        .bind(owner)
-        .bind(user_before)
-        .bind(target)
-        .bind(MAX_RECEIPT_PEERS)
-        .fetch_all(&mut *tx)
-        .await?;
-        for p in peers {
-            let (peer, peer_max): (i64, i64) = (p.try_get("peer_user_id")?, p.try_get("peer_max")?);
+        let peers: Vec<(i64, i64)> = sqlx::query_as(include_str!("../sql/receipt_peers.sql"))
+            .bind(owner)
+            .bind(user_before)
+            .bind(target)
+            .bind(MAX_RECEIPT_PEERS)
+            .fetch_all(&mut *tx)
+            .await?;
+        for (peer, peer_max) in peers {
             let moved = advance(&mut tx, Watermark::DeliveredOutbox, peer, owner, peer_max).await?;
             if moved {
                 events.push(event(

@@ -1,14 +1,25 @@
-//! The SQL of accounts: users, auth keys and login codes.
+//! The SQL of accounts: users, auth keys, login codes and each device's acknowledged pts.
+//! Statements of more than a line are in `sql/`.
 
 use oxigram_proto::types::v1::User;
-use sqlx::{PgPool, Row, postgres::PgRow};
+use sqlx::PgPool;
 
-fn user_from_row(r: &PgRow) -> Result<User, sqlx::Error> {
-    Ok(User {
-        id: r.try_get("id")?,
-        first_name: r.try_get("first_name")?,
-        phone: r.try_get("phone")?,
-    })
+/// A row of users.
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: i64,
+    first_name: String,
+    phone: String,
+}
+
+impl From<UserRow> for User {
+    fn from(r: UserRow) -> Self {
+        User {
+            id: r.id,
+            first_name: r.first_name,
+            phone: r.phone,
+        }
+    }
 }
 
 /// A stored auth key (primary key of auth_keys).
@@ -16,12 +27,10 @@ pub async fn auth_key(
     pool: &PgPool,
     id: i64,
 ) -> Result<Option<(Vec<u8>, Option<i64>)>, sqlx::Error> {
-    let row = sqlx::query("SELECT secret_hash, user_id FROM auth_keys WHERE id = $1")
+    sqlx::query_as("SELECT secret_hash, user_id FROM auth_keys WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
-        .await?;
-    row.map(|r| Ok((r.try_get("secret_hash")?, r.try_get("user_id")?)))
-        .transpose()
+        .await
 }
 
 /// Stores a new auth key; `false` when the id is taken (the caller draws another).
@@ -31,15 +40,13 @@ pub async fn insert_auth_key(
     secret_hash: &[u8],
     device_model: &str,
 ) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query(
-        "INSERT INTO auth_keys (id, secret_hash, device_model) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(id)
-    .bind(secret_hash)
-    .bind(device_model)
-    .execute(pool)
-    .await?
-    .rows_affected()
+    Ok(sqlx::query(include_str!("../sql/insert_auth_key.sql"))
+        .bind(id)
+        .bind(secret_hash)
+        .bind(device_model)
+        .execute(pool)
+        .await?
+        .rows_affected()
         == 1)
 }
 
@@ -64,20 +71,18 @@ pub async fn insert_login_code(
     code: &str,
     ttl_secs: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO login_codes (phone_code_hash, phone, code, expires_at)
-         VALUES ($1, $2, $3, now() + $4 * interval '1 second')",
-    )
-    .bind(hash)
-    .bind(phone)
-    .bind(code)
-    .bind(ttl_secs)
-    .execute(pool)
-    .await?;
+    sqlx::query(include_str!("../sql/insert_login_code.sql"))
+        .bind(hash)
+        .bind(phone)
+        .bind(code)
+        .bind(ttl_secs)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 
 /// How checking a login code went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CodeCheck {
     Valid,
     Invalid,
@@ -87,6 +92,15 @@ pub enum CodeCheck {
 /// Most wrong guesses one login code takes.
 const MAX_CODE_ATTEMPTS: i32 = 5;
 
+/// A stored login code as a check sees it.
+#[derive(sqlx::FromRow)]
+struct LoginCode {
+    phone: String,
+    code: String,
+    attempts: i32,
+    expired: bool,
+}
+
 /// Checks a login code (primary key of login_codes); a valid code is used up.
 pub async fn check_login_code(
     pool: &PgPool,
@@ -95,23 +109,17 @@ pub async fn check_login_code(
     code: &str,
 ) -> Result<CodeCheck, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    let row = sqlx::query(
-        "SELECT phone, code, attempts, expires_at < now() AS expired FROM login_codes
-         WHERE phone_code_hash = $1 FOR UPDATE",
-    )
-    .bind(hash)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some(row) = row else {
+    let stored: Option<LoginCode> = sqlx::query_as(include_str!("../sql/lock_login_code.sql"))
+        .bind(hash)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(stored) = stored else {
         return Ok(CodeCheck::Expired);
     };
-    let (stored_phone, stored_code): (String, String) =
-        (row.try_get("phone")?, row.try_get("code")?);
-    let attempts: i32 = row.try_get("attempts")?;
-    if row.try_get::<bool, _>("expired")? || attempts >= MAX_CODE_ATTEMPTS {
+    if stored.expired || stored.attempts >= MAX_CODE_ATTEMPTS {
         return Ok(CodeCheck::Expired);
     }
-    if stored_phone != phone || stored_code != code {
+    if stored.phone != phone || stored.code != code {
         sqlx::query("UPDATE login_codes SET attempts = attempts + 1 WHERE phone_code_hash = $1")
             .bind(hash)
             .execute(&mut *tx)
@@ -129,13 +137,12 @@ pub async fn check_login_code(
 
 /// The user of a phone number (unique index on users.phone).
 pub async fn user_by_phone(pool: &PgPool, phone: &str) -> Result<Option<User>, sqlx::Error> {
-    sqlx::query("SELECT id, first_name, phone FROM users WHERE phone = $1")
-        .bind(phone)
-        .fetch_optional(pool)
-        .await?
-        .as_ref()
-        .map(user_from_row)
-        .transpose()
+    let row: Option<UserRow> =
+        sqlx::query_as("SELECT id, first_name, phone FROM users WHERE phone = $1")
+            .bind(phone)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(User::from))
 }
 
 /// Creates a user; `None` when the phone is taken.
@@ -144,31 +151,26 @@ pub async fn insert_user(
     phone: &str,
     first_name: &str,
 ) -> Result<Option<User>, sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO users (phone, first_name) VALUES ($1, $2) ON CONFLICT (phone) DO NOTHING
-         RETURNING id, first_name, phone",
-    )
-    .bind(phone)
-    .bind(first_name)
-    .fetch_optional(pool)
-    .await?
-    .as_ref()
-    .map(user_from_row)
-    .transpose()
+    let row: Option<UserRow> = sqlx::query_as(include_str!("../sql/insert_user.sql"))
+        .bind(phone)
+        .bind(first_name)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(User::from))
 }
 
 /// Users by id (primary key of users).
 pub async fn users_by_ids(pool: &PgPool, ids: &[i64]) -> Result<Vec<User>, sqlx::Error> {
-    sqlx::query("SELECT id, first_name, phone FROM users WHERE id = ANY($1) ORDER BY id")
-        .bind(ids)
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(user_from_row)
-        .collect()
+    let rows: Vec<UserRow> =
+        sqlx::query_as("SELECT id, first_name, phone FROM users WHERE id = ANY($1) ORDER BY id")
+            .bind(ids)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(User::from).collect())
 }
 
-/// One signed-in device of a user.
+/// One signed-in device of a user (dates in Unix seconds; `bound_at` 0 when never bound).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuthorizationRow {
     pub auth_key_id: i64,
     pub device_model: String,
@@ -181,24 +183,10 @@ pub async fn authorizations(
     pool: &PgPool,
     user_id: i64,
 ) -> Result<Vec<AuthorizationRow>, sqlx::Error> {
-    sqlx::query(
-        "SELECT id, device_model, extract(epoch FROM created_at)::bigint AS created,
-                coalesce(extract(epoch FROM bound_at)::bigint, 0) AS bound
-         FROM auth_keys WHERE user_id = $1 ORDER BY id LIMIT 1000",
-    )
-    .bind(user_id)
-    .fetch_all(pool)
-    .await?
-    .iter()
-    .map(|r| {
-        Ok(AuthorizationRow {
-            auth_key_id: r.try_get("id")?,
-            device_model: r.try_get("device_model")?,
-            created_at: r.try_get("created")?,
-            bound_at: r.try_get("bound")?,
-        })
-    })
-    .collect()
+    sqlx::query_as(include_str!("../sql/authorizations.sql"))
+        .bind(user_id)
+        .fetch_all(pool)
+        .await
 }
 
 /// Unbinds `auth_key_id` if it is signed in to `user_id` (primary key of auth_keys).
@@ -207,14 +195,12 @@ pub async fn unbind_if_owned(
     auth_key_id: i64,
     user_id: i64,
 ) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query(
-        "UPDATE auth_keys SET user_id = NULL, bound_at = now() WHERE id = $1 AND user_id = $2",
-    )
-    .bind(auth_key_id)
-    .bind(user_id)
-    .execute(pool)
-    .await?
-    .rows_affected()
+    Ok(sqlx::query(include_str!("../sql/unbind_if_owned.sql"))
+        .bind(auth_key_id)
+        .bind(user_id)
+        .execute(pool)
+        .await?
+        .rows_affected()
         == 1)
 }
 
@@ -223,13 +209,10 @@ pub async fn bindings(
     pool: &PgPool,
     auth_key_ids: &[i64],
 ) -> Result<Vec<(i64, Option<i64>)>, sqlx::Error> {
-    sqlx::query("SELECT id, user_id FROM auth_keys WHERE id = ANY($1)")
+    sqlx::query_as("SELECT id, user_id FROM auth_keys WHERE id = ANY($1)")
         .bind(auth_key_ids)
         .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|r| Ok((r.try_get("id")?, r.try_get("user_id")?)))
-        .collect()
+        .await
 }
 
 /// A device's acknowledged pts (primary key of device_state).
@@ -251,15 +234,10 @@ pub async fn ack_pts(
     user_id: i64,
     pts: i32,
 ) -> Result<i32, sqlx::Error> {
-    sqlx::query_scalar(
-        "INSERT INTO device_state (auth_key_id, user_id, acked_pts) VALUES ($1, $2, $3)
-         ON CONFLICT (auth_key_id, user_id) DO UPDATE
-            SET acked_pts = GREATEST(device_state.acked_pts, EXCLUDED.acked_pts), updated_at = now()
-         RETURNING acked_pts",
-    )
-    .bind(auth_key_id)
-    .bind(user_id)
-    .bind(pts)
-    .fetch_one(pool)
-    .await
+    sqlx::query_scalar(include_str!("../sql/ack_pts.sql"))
+        .bind(auth_key_id)
+        .bind(user_id)
+        .bind(pts)
+        .fetch_one(pool)
+        .await
 }

@@ -3,7 +3,7 @@
 //! services; holds the devices' live update streams, registers their routes in Redis, and
 //! takes pushes from svc-dispatch.
 
-mod accounts;
+pub mod accounts;
 pub mod auth;
 mod cache;
 mod dialogs_api;

@@ -5,6 +5,7 @@
 
 pub mod blobs;
 mod service;
+pub mod store;
 
 use std::sync::Arc;
 

@@ -5,10 +5,10 @@ use oxigram_proto::media::v1::{
     CompleteUploadRequest, FileChunk, FileInfo, GetFileRequest, SaveFilePartRequest,
     SaveFilePartResponse, media_server::Media,
 };
-use sqlx::{PgPool, Row};
+use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 
-use crate::blobs::BlobStore;
+use crate::{blobs::BlobStore, store};
 
 /// Largest part, in bytes.
 pub const MAX_PART_BYTES: usize = 512 * 1024;
@@ -68,16 +68,13 @@ impl<B: BlobStore> Media for MediaService<B> {
             .put(&part_key(r.owner_id, r.file_id, r.part), &r.bytes)
             .await
             .map_err(io)?;
-        // Primary key of upload_parts; a re-sent part replaces the earlier one.
-        sqlx::query(
-            "INSERT INTO upload_parts (owner_id, file_id, part, size) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (owner_id, file_id, part) DO UPDATE SET size = EXCLUDED.size",
+        store::save_part(
+            &self.pool,
+            r.owner_id,
+            r.file_id,
+            r.part,
+            r.bytes.len() as i32,
         )
-        .bind(r.owner_id)
-        .bind(r.file_id)
-        .bind(r.part)
-        .bind(r.bytes.len() as i32)
-        .execute(&self.pool)
         .await
         .map_err(Error::from)?;
         Ok(Response::new(SaveFilePartResponse {}))
@@ -96,14 +93,9 @@ impl<B: BlobStore> Media for MediaService<B> {
             ));
         }
         let name: String = r.name.chars().take(255).collect();
-        let stored: Vec<i32> = sqlx::query_scalar(
-            "SELECT part FROM upload_parts WHERE owner_id = $1 AND file_id = $2 ORDER BY part",
-        )
-        .bind(r.owner_id)
-        .bind(r.file_id)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(Error::from)?;
+        let stored = store::stored_parts(&self.pool, r.owner_id, r.file_id)
+            .await
+            .map_err(Error::from)?;
         if stored.len() != r.parts as usize
             || stored.iter().enumerate().any(|(i, p)| *p != i as i32)
         {
@@ -119,10 +111,8 @@ impl<B: BlobStore> Media for MediaService<B> {
         let tmp = format!("tmp/{}", uuid::Uuid::new_v4());
         let (size, sha256) = self.blobs.compose(&keys, &tmp).await.map_err(io)?;
         let mut tx = self.pool.begin().await.map_err(Error::from)?;
-        // Unique index on files.sha256: the same content is stored once.
-        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM files WHERE sha256 = $1")
-            .bind(&sha256)
-            .fetch_optional(&mut *tx)
+        // The same content is stored once.
+        let existing = store::file_by_sha256(&mut tx, &sha256)
             .await
             .map_err(Error::from)?;
         let file_id = match existing {
@@ -135,31 +125,15 @@ impl<B: BlobStore> Media for MediaService<B> {
                     .rename(&tmp, &format!("blobs/{sha256}"))
                     .await
                     .map_err(io)?;
-                let row = sqlx::query(
-                    "INSERT INTO files (sha256, size) VALUES ($1, $2)
-                     ON CONFLICT (sha256) DO UPDATE SET size = EXCLUDED.size RETURNING id",
-                )
-                .bind(&sha256)
-                .bind(size as i64)
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(Error::from)?;
-                row.try_get::<i64, _>("id").map_err(Error::from)?
+                store::insert_file(&mut tx, &sha256, size as i64)
+                    .await
+                    .map_err(Error::from)?
             }
         };
-        let ref_id: i64 = sqlx::query_scalar(
-            "INSERT INTO file_refs (owner_id, file_id, name) VALUES ($1, $2, $3) RETURNING id",
-        )
-        .bind(r.owner_id)
-        .bind(file_id)
-        .bind(&name)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(Error::from)?;
-        sqlx::query("DELETE FROM upload_parts WHERE owner_id = $1 AND file_id = $2")
-            .bind(r.owner_id)
-            .bind(r.file_id)
-            .execute(&mut *tx)
+        let ref_id = store::insert_file_ref(&mut tx, r.owner_id, file_id, &name)
+            .await
+            .map_err(Error::from)?;
+        store::delete_parts(&mut tx, r.owner_id, r.file_id)
             .await
             .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
@@ -193,19 +167,11 @@ impl<B: BlobStore> Media for MediaService<B> {
                 "limit must be within 1..=1048576",
             ));
         }
-        // Primary keys of file_refs and files; the owner check is the authorization.
-        let row = sqlx::query(
-            "SELECT f.sha256, f.size FROM file_refs r JOIN files f ON f.id = r.file_id
-             WHERE r.id = $1 AND r.owner_id = $2",
-        )
-        .bind(r.id)
-        .bind(r.owner_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(Error::from)?
-        .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file"))?;
-        let sha256: String = row.try_get("sha256").map_err(Error::from)?;
-        let size: i64 = row.try_get("size").map_err(Error::from)?;
+        // The owner check is the authorization.
+        let store::StoredFile { sha256, size } = store::file_of_ref(&self.pool, r.owner_id, r.id)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file"))?;
         let bytes = if r.offset >= size {
             vec![]
         } else {

@@ -51,6 +51,7 @@ pub(crate) fn encode<'a>(items: impl IntoIterator<Item = &'a NewRow>) -> Vec<u8>
 }
 
 /// A row as claimed from the table.
+#[derive(sqlx::FromRow)]
 pub(crate) struct StoredRow {
     pub id: i64,
     pub event_id: Uuid,

@@ -316,15 +316,11 @@ const PRUNE_BATCH: i64 = 10_000;
 
 /// Forgets received event ids older than `keep` (index inbox_received); returns how many.
 pub async fn prune_inbox(pool: &PgPool, keep: Duration) -> Result<u64, sqlx::Error> {
-    let deleted = sqlx::query(
-        "DELETE FROM inbox WHERE event_id IN (
-            SELECT event_id FROM inbox WHERE received_at < now() - $1 * interval '1 second'
-            ORDER BY received_at LIMIT $2)",
-    )
-    .bind(keep.as_secs() as i64)
-    .bind(PRUNE_BATCH)
-    .execute(pool)
-    .await?;
+    let deleted = sqlx::query(include_str!("../sql/prune_inbox.sql"))
+        .bind(keep.as_secs() as i64)
+        .bind(PRUNE_BATCH)
+        .execute(pool)
+        .await?;
     Ok(deleted.rows_affected())
 }
 
@@ -398,12 +394,10 @@ pub async fn first_deliveries(
     tx: &mut PgConnection,
     event_ids: &[Uuid],
 ) -> Result<Vec<Uuid>, sqlx::Error> {
-    sqlx::query_scalar(
-        "INSERT INTO inbox (event_id) SELECT * FROM UNNEST($1::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id",
-    )
-    .bind(event_ids)
-    .fetch_all(tx)
-    .await
+    sqlx::query_scalar(include_str!("../sql/first_deliveries.sql"))
+        .bind(event_ids)
+        .fetch_all(tx)
+        .await
 }
 
 impl RelayConfig {

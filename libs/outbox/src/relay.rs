@@ -4,7 +4,7 @@
 
 use std::{fmt, future::Future, sync::Arc, time::Duration};
 
-use sqlx::{PgPool, Row};
+use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -256,27 +256,15 @@ impl<D: Destination> Relay<D> {
     /// Backs off rows whose delivery failed (capped exponential backoff with jitter); a row
     /// refused permanently is kept as failed once out of attempts (primary key of outbox).
     async fn retry_later(&self, ids: &[i64], refused: Refused) -> Result<(), sqlx::Error> {
-        let (retried, failed): (i64, i64) = sqlx::query_as(
-            "WITH moved AS (
-                UPDATE outbox SET
-                    status = CASE WHEN $6 AND attempts >= $2 THEN 2 ELSE 0 END,
-                    available_at = now() + LEAST($4::float8, $3::float8 * power(2, LEAST(attempts - 1, 40)))
-                        * (0.8 + random() * 0.4) * interval '1 millisecond',
-                    last_error = $5
-                WHERE id = ANY($1)
-                RETURNING status, items)
-             SELECT coalesce(sum(items) FILTER (WHERE status = 0), 0),
-                    coalesce(sum(items) FILTER (WHERE status = 2), 0)
-             FROM moved",
-        )
-        .bind(ids)
-        .bind(self.config.max_attempts as i32)
-        .bind(self.config.backoff_base.as_millis() as f64)
-        .bind(self.config.backoff_max.as_millis() as f64)
-        .bind(refused.detail)
-        .bind(refused.permanent)
-        .fetch_one(&self.pool)
-        .await?;
+        let (retried, failed): (i64, i64) = sqlx::query_as(include_str!("../sql/retry_later.sql"))
+            .bind(ids)
+            .bind(self.config.max_attempts as i32)
+            .bind(self.config.backoff_base.as_millis() as f64)
+            .bind(self.config.backoff_max.as_millis() as f64)
+            .bind(refused.detail)
+            .bind(refused.permanent)
+            .fetch_one(&self.pool)
+            .await?;
         metrics::failed(self.schema, D::NAME, failed as u64);
         metrics::retried(self.schema, D::NAME, retried as u64);
         Ok(())
@@ -285,47 +273,21 @@ impl<D: Destination> Relay<D> {
     /// The age of the oldest pending row and the number of failed ones (primary key of outbox,
     /// from its head: pending rows are few unless a destination is down).
     async fn backlog(&self) -> Result<(f64, i64), sqlx::Error> {
-        sqlx::query_as(
-            "SELECT coalesce((SELECT extract(epoch FROM now() - created_at)::float8 FROM outbox
-                               WHERE destination = $1 AND status = 0 ORDER BY id LIMIT 1), 0),
-                    (SELECT count(*) FROM outbox WHERE destination = $1 AND status = 2)",
-        )
-        .bind(D::NAME)
-        .fetch_one(&self.pool)
-        .await
+        sqlx::query_as(include_str!("../sql/backlog.sql"))
+            .bind(D::NAME)
+            .fetch_one(&self.pool)
+            .await
     }
 
     /// Leases a batch of due rows (index `outbox_due` to pick them, the primary key to move them:
     /// an `IN (subquery)` here would hash-join a scan of the whole table), oldest first.
     async fn claim(&self) -> Result<Vec<frame::StoredRow>, sqlx::Error> {
-        let rows = sqlx::query(
-            "UPDATE outbox SET available_at = now() + $3 * interval '1 millisecond', attempts = attempts + 1
-             WHERE id = ANY(ARRAY(
-                SELECT id FROM outbox
-                WHERE destination = $1 AND status = 0 AND available_at <= now()
-                ORDER BY available_at, id
-                LIMIT $2
-                FOR UPDATE SKIP LOCKED))
-             RETURNING id, event_id, payload, attempts, traceparent, framed",
-        )
-        .bind(D::NAME)
-        .bind(self.config.batch_size as i64)
-        .bind(self.config.lease.as_millis() as i64)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut batch = rows
-            .into_iter()
-            .map(|r| {
-                Ok(frame::StoredRow {
-                    id: r.try_get("id")?,
-                    event_id: r.try_get("event_id")?,
-                    payload: r.try_get("payload")?,
-                    attempts: r.try_get("attempts")?,
-                    traceparent: r.try_get("traceparent")?,
-                    framed: r.try_get("framed")?,
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        let mut batch: Vec<frame::StoredRow> = sqlx::query_as(include_str!("../sql/claim.sql"))
+            .bind(D::NAME)
+            .bind(self.config.batch_size as i64)
+            .bind(self.config.lease.as_millis() as i64)
+            .fetch_all(&self.pool)
+            .await?;
         // RETURNING has no order; deliver in the order the rows were written.
         batch.sort_by_key(|m| m.id);
         Ok(batch)

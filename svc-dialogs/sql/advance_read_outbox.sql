@@ -1,0 +1,5 @@
+-- Moves the owner's read-outbox watermark forward, creating the dialog when missing (primary
+-- key of dialogs).
+INSERT INTO dialogs (owner_id, peer_user_id, read_outbox_max_id) VALUES ($1, $2, $3)
+ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET read_outbox_max_id = $3
+WHERE dialogs.read_outbox_max_id < $3

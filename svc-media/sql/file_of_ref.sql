@@ -1,0 +1,5 @@
+-- The content behind an owner's file reference; the owner check is the authorization
+-- (primary keys of file_refs and files).
+SELECT f.sha256, f.size
+FROM file_refs r JOIN files f ON f.id = r.file_id
+WHERE r.id = $1 AND r.owner_id = $2

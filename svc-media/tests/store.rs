@@ -1,0 +1,282 @@
+//! svc-media's store against its own migrated schema, and the service over it with blobs in a
+//! folder of the test's own: uploads, deduplicated files, owners' references, ranged reads,
+//! and the codes bad requests get.
+
+use oxigram_errors::code_of;
+use oxigram_proto::media::v1::{
+    CompleteUploadRequest, GetFileRequest, SaveFilePartRequest, media_server::Media,
+};
+use oxigram_testkit::{
+    store::{self, Migrated},
+    unique_name,
+};
+use sha2::{Digest, Sha256};
+use svc_media::{
+    MediaService,
+    blobs::LocalBlobs,
+    store::{self as media, StoredFile},
+};
+use tonic::Request;
+
+async fn schema() -> anyhow::Result<Migrated> {
+    store::migrated(
+        svc_media::SCHEMA,
+        &[&svc_media::MIGRATOR, &oxigram_outbox::MIGRATOR],
+    )
+    .await
+}
+
+/// The service on a fresh schema, with its blobs under a fresh folder (removed on drop).
+struct Service {
+    media: MediaService<LocalBlobs>,
+    dir: std::path::PathBuf,
+    db: Migrated,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn service() -> anyhow::Result<Service> {
+    let db = schema().await?;
+    let dir = std::env::temp_dir().join(unique_name("oxigram-media-test"));
+    Ok(Service {
+        media: MediaService::new(db.pool.clone(), LocalBlobs::new(&dir)),
+        dir,
+        db,
+    })
+}
+
+fn part(owner_id: i64, file_id: i64, part: i32, bytes: &[u8]) -> SaveFilePartRequest {
+    SaveFilePartRequest {
+        owner_id,
+        file_id,
+        part,
+        bytes: bytes.to_vec(),
+    }
+}
+
+fn complete(owner_id: i64, file_id: i64, parts: i32, name: &str) -> CompleteUploadRequest {
+    CompleteUploadRequest {
+        owner_id,
+        file_id,
+        parts,
+        name: name.into(),
+    }
+}
+
+#[tokio::test]
+async fn parts_are_recorded_once_each_in_order() -> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.pool;
+    for (p, size) in [(2, 30), (0, 10), (1, 20), (2, 31)] {
+        media::save_part(pool, 1, 77, p, size).await?;
+    }
+    media::save_part(pool, 2, 77, 5, 1).await?;
+    assert_eq!(media::stored_parts(pool, 1, 77).await?, vec![0, 1, 2]);
+    assert_eq!(media::stored_parts(pool, 2, 77).await?, vec![5]);
+    assert!(media::stored_parts(pool, 1, 78).await?.is_empty());
+    let resent: i32 = sqlx::query_scalar(
+        "SELECT size FROM upload_parts WHERE owner_id = 1 AND file_id = 77 AND part = 2",
+    )
+    .fetch_one(pool)
+    .await?;
+    assert_eq!(resent, 31);
+
+    let mut tx = pool.begin().await?;
+    media::delete_parts(&mut tx, 1, 77).await?;
+    tx.commit().await?;
+    assert!(media::stored_parts(pool, 1, 77).await?.is_empty());
+    assert_eq!(media::stored_parts(pool, 2, 77).await?, vec![5]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn files_are_stored_once_per_content_and_read_only_by_their_owners() -> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.pool;
+    let mut tx = pool.begin().await?;
+    assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, None);
+    let file = media::insert_file(&mut tx, "aa", 5).await?;
+    assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, Some(file));
+    // The same content again: the same file.
+    assert_eq!(media::insert_file(&mut tx, "aa", 5).await?, file);
+    let other = media::insert_file(&mut tx, "bb", 9).await?;
+    assert_ne!(other, file);
+    let alice_ref = media::insert_file_ref(&mut tx, 1, file, "a.txt").await?;
+    let bob_ref = media::insert_file_ref(&mut tx, 2, file, "b.txt").await?;
+    assert_ne!(alice_ref, bob_ref);
+    tx.commit().await?;
+
+    let aa = Some(StoredFile {
+        sha256: "aa".into(),
+        size: 5,
+    });
+    // (owner, reference) -> content
+    for ((owner, reference), expected) in [
+        ((1, alice_ref), aa.clone()),
+        ((2, bob_ref), aa),
+        ((2, alice_ref), None),
+        ((1, bob_ref), None),
+        ((1, 999_999), None),
+    ] {
+        assert_eq!(
+            media::file_of_ref(pool, owner, reference).await?,
+            expected,
+            "owner {owner}, reference {reference}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow::Result<()> {
+    let s = service().await?;
+    let content = b"hello, ranged world".to_vec();
+    for (p, bytes) in content.chunks(8).enumerate() {
+        s.media
+            .save_file_part(Request::new(part(1, 10, p as i32, bytes)))
+            .await?;
+    }
+    let info = s
+        .media
+        .complete_upload(Request::new(complete(1, 10, 3, "hello.txt")))
+        .await?
+        .into_inner();
+    assert_eq!(info.size, content.len() as i64);
+    assert_eq!(info.sha256, hex::encode(Sha256::digest(&content)));
+    assert_eq!(info.name, "hello.txt");
+
+    // Another owner uploads the same bytes: a reference of her own to the same content.
+    s.media
+        .save_file_part(Request::new(part(2, 20, 0, &content)))
+        .await?;
+    let theirs = s
+        .media
+        .complete_upload(Request::new(complete(2, 20, 1, "copy.txt")))
+        .await?
+        .into_inner();
+    assert_ne!(theirs.id, info.id);
+    assert_eq!(theirs.sha256, info.sha256);
+    let files: i64 = sqlx::query_scalar("SELECT count(*) FROM files")
+        .fetch_one(&s.db.pool)
+        .await?;
+    assert_eq!(files, 1);
+    assert!(media::stored_parts(&s.db.pool, 1, 10).await?.is_empty());
+
+    // (offset, limit) -> bytes
+    for ((offset, limit), expected) in [
+        ((0, 5), &content[..5]),
+        ((7, 6), &content[7..13]),
+        ((15, 100), &content[15..]),
+        ((19, 10), &[][..]),
+        ((1_000, 10), &[][..]),
+    ] {
+        let chunk = s
+            .media
+            .get_file(Request::new(GetFileRequest {
+                owner_id: 1,
+                id: info.id,
+                offset,
+                limit,
+            }))
+            .await?
+            .into_inner();
+        assert_eq!(
+            (chunk.bytes.as_slice(), chunk.size),
+            (expected, content.len() as i64),
+            "offset {offset}, limit {limit}"
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
+    let s = service().await?;
+    s.media
+        .save_file_part(Request::new(part(1, 10, 0, b"x")))
+        .await?;
+    s.media
+        .save_file_part(Request::new(part(1, 10, 2, b"z")))
+        .await?;
+    s.media
+        .save_file_part(Request::new(part(1, 11, 0, b"y")))
+        .await?;
+    let file = s
+        .media
+        .complete_upload(Request::new(complete(1, 11, 1, "y")))
+        .await?
+        .into_inner();
+
+    let too_big = vec![0u8; 512 * 1024 + 1];
+    let saves = [
+        (part(1, 0, 0, b"x"), "FILE_ID_INVALID"),
+        (part(1, 10, -1, b"x"), "FILE_PART_INVALID"),
+        (part(1, 10, 4000, b"x"), "FILE_PART_INVALID"),
+        (part(1, 10, 1, b""), "FILE_PART_INVALID"),
+        (part(1, 10, 1, &too_big), "FILE_PART_TOO_BIG"),
+    ];
+    for (request, code) in saves {
+        let label = format!("part {} of file {}", request.part, request.file_id);
+        let err = s
+            .media
+            .save_file_part(Request::new(request))
+            .await
+            .err()
+            .map(|e| code_of(&e));
+        assert_eq!(err, Some(Some(code.to_owned())), "{label}");
+    }
+
+    let completions = [
+        (complete(1, 10, 0, "n"), "FILE_PARTS_INVALID"),
+        (complete(1, 10, 4001, "n"), "FILE_PARTS_INVALID"),
+        // Part 1 is missing.
+        (complete(1, 10, 3, "n"), "FILE_PART_MISSING"),
+        // Part 2 is there, beyond the count.
+        (complete(1, 10, 1, "n"), "FILE_PART_MISSING"),
+        // Another owner's upload.
+        (complete(2, 10, 1, "n"), "FILE_PART_MISSING"),
+        (complete(1, 10, 1, "a\0b"), "INPUT_TEXT_INVALID"),
+    ];
+    for (request, code) in completions {
+        let label = format!(
+            "{} parts of file {} of {}",
+            request.parts, request.file_id, request.owner_id
+        );
+        let err = s
+            .media
+            .complete_upload(Request::new(request))
+            .await
+            .err()
+            .map(|e| code_of(&e));
+        assert_eq!(err, Some(Some(code.to_owned())), "{label}");
+    }
+
+    let get = |owner_id, id, offset, limit| GetFileRequest {
+        owner_id,
+        id,
+        offset,
+        limit,
+    };
+    let reads = [
+        (get(1, file.id, -1, 10), "OFFSET_INVALID"),
+        (get(1, file.id, 0, 0), "LIMIT_INVALID"),
+        (get(1, file.id, 0, 1024 * 1024 + 1), "LIMIT_INVALID"),
+        (get(2, file.id, 0, 10), "FILE_ID_INVALID"),
+        (get(1, file.id + 1000, 0, 10), "FILE_ID_INVALID"),
+    ];
+    for (request, code) in reads {
+        let label = format!("{request:?}");
+        let err = s
+            .media
+            .get_file(Request::new(request))
+            .await
+            .err()
+            .map(|e| code_of(&e));
+        assert_eq!(err, Some(Some(code.to_owned())), "{label}");
+    }
+    Ok(())
+}
