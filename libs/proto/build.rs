@@ -46,7 +46,9 @@ impl ServiceGenerator for CodecBySide {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    // Read when the script runs, not when it was compiled: a target folder shared by two
+    // checkouts must compile each one's own protos.
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?)
         .join("../../proto")
         .canonicalize()?;
     // The packages' folder, not `proto/` itself: the field lock beside it is no input.
