@@ -195,10 +195,7 @@ fn apply(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offline_device_converges() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let mut bob_phone = system.device().await?;
-    let bob_id = bob_phone.sign_up("15553000", "Bob").await?.id;
-    let mut bob_laptop = system.device().await?;
-    bob_laptop.sign_in("15553000").await?;
+    let (bob_phone, bob_laptop, bob_id) = system.user_on_two_devices("15553000", "Bob").await?;
     let mut bob_tablet = system.device().await?; // offline from here on
     bob_tablet.sign_in("15553000").await?;
     let mut alice = system.device().await?;

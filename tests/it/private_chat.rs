@@ -375,10 +375,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
 async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
     let alice = user(&system, "15554301", "Alice").await?;
-    let mut bob_phone = system.device().await?;
-    let bob_id = bob_phone.sign_up("15554302", "Bob").await?.id;
-    let mut bob_laptop = system.device().await?;
-    bob_laptop.sign_in("15554302").await?;
+    let (bob_phone, bob_laptop, bob_id) = system.user_on_two_devices("15554302", "Bob").await?;
     let carol = user(&system, "15554303", "Carol").await?;
     let alice_id = alice.user_id()?;
 
@@ -537,10 +534,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
 async fn delivery_receipts_are_per_device_and_reach_the_sender() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
     let alice = user(&system, "15554401", "Alice").await?;
-    let mut bob_phone = system.device().await?;
-    let bob_id = bob_phone.sign_up("15554402", "Bob").await?.id;
-    let mut bob_laptop = system.device().await?;
-    bob_laptop.sign_in("15554402").await?;
+    let (bob_phone, bob_laptop, bob_id) = system.user_on_two_devices("15554402", "Bob").await?;
     for i in 1..=4 {
         alice.send(bob_id, i, &format!("m{i}")).await?;
     }

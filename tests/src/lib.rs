@@ -258,6 +258,19 @@ impl System {
     pub async fn device(&self) -> anyhow::Result<TestClient> {
         TestClient::new(&self.gateway()).await
     }
+
+    /// A user with two devices: the first signs up, the second signs in to the same account.
+    pub async fn user_on_two_devices(
+        &self,
+        phone: &str,
+        name: &str,
+    ) -> anyhow::Result<(TestClient, TestClient, i64)> {
+        let mut first = self.device().await?;
+        let id = first.sign_up(phone, name).await?.id;
+        let mut second = self.device().await?;
+        second.sign_in(phone).await?;
+        Ok((first, second, id))
+    }
 }
 
 impl Drop for System {

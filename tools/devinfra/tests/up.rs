@@ -72,6 +72,17 @@ fn free_ports() -> io::Result<(u16, u16)> {
     Ok((a.local_addr()?.port(), b.local_addr()?.port()))
 }
 
+/// A fresh data folder on free ports; the cleanup stops its servers and removes it.
+fn scratch(name: &str) -> Result<(InfraOptions, Cleanup), Failure> {
+    let dir = unique_dir(name);
+    let (pg_port, redis_port) = free_ports()?;
+    let cleanup = Cleanup {
+        infras: Vec::new(),
+        dir: dir.clone(),
+    };
+    Ok((options(&dir, pg_port, redis_port), cleanup))
+}
+
 fn options(dir: &Path, pg_port: u16, redis_port: u16) -> InfraOptions {
     InfraOptions {
         data_dir: dir.to_path_buf(),
@@ -135,13 +146,8 @@ fn assert_up(infra: &LocalInfra, pg_port: u16, redis_port: u16) -> TestResult {
 
 #[test]
 fn ensure_running_is_idempotent_and_stop_stops() -> TestResult {
-    let dir = unique_dir("up");
-    let (pg_port, redis_port) = free_ports()?;
-    let opts = options(&dir, pg_port, redis_port);
-    let mut cleanup = Cleanup {
-        infras: Vec::new(),
-        dir: dir.clone(),
-    };
+    let (opts, mut cleanup) = scratch("up")?;
+    let (dir, pg_port, redis_port) = (opts.data_dir.clone(), opts.pg_port, opts.redis_port);
 
     // Fresh folder: installs if needed, initialises, starts.
     let first = LocalInfra::ensure_running(&opts)?;
@@ -195,13 +201,8 @@ fn ensure_running_is_idempotent_and_stop_stops() -> TestResult {
 #[test]
 fn concurrent_callers_start_once() -> TestResult {
     const CALLERS: usize = 4;
-    let dir = unique_dir("concurrent");
-    let (pg_port, redis_port) = free_ports()?;
-    let opts = options(&dir, pg_port, redis_port);
-    let mut cleanup = Cleanup {
-        infras: Vec::new(),
-        dir: dir.clone(),
-    };
+    let (opts, mut cleanup) = scratch("concurrent")?;
+    let (pg_port, redis_port) = (opts.pg_port, opts.redis_port);
 
     let barrier = Arc::new(Barrier::new(CALLERS));
     let handles: Vec<_> = (0..CALLERS)
@@ -337,13 +338,8 @@ fn pid_from(path: &Path) -> Result<u32, Failure> {
 
 #[test]
 fn recovers_after_servers_were_killed() -> TestResult {
-    let dir = unique_dir("crash");
-    let (pg_port, redis_port) = free_ports()?;
-    let opts = options(&dir, pg_port, redis_port);
-    let mut cleanup = Cleanup {
-        infras: Vec::new(),
-        dir: dir.clone(),
-    };
+    let (opts, mut cleanup) = scratch("crash")?;
+    let (dir, pg_port, redis_port) = (opts.data_dir.clone(), opts.pg_port, opts.redis_port);
 
     let first = LocalInfra::ensure_running(&opts)?;
     assert!(first.started_here());
@@ -381,13 +377,8 @@ fn redis_command(port: u16, command: &str) -> io::Result<String> {
 
 #[test]
 fn restarts_come_back_on_the_same_ports() -> TestResult {
-    let dir = unique_dir("restart");
-    let (pg_port, redis_port) = free_ports()?;
-    let opts = options(&dir, pg_port, redis_port);
-    let mut cleanup = Cleanup {
-        infras: Vec::new(),
-        dir: dir.clone(),
-    };
+    let (opts, mut cleanup) = scratch("restart")?;
+    let (dir, pg_port, redis_port) = (opts.data_dir.clone(), opts.pg_port, opts.redis_port);
     let infra = LocalInfra::ensure_running(&opts)?;
     assert!(infra.started_here());
 
