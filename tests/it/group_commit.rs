@@ -9,12 +9,6 @@ use oxigram_proto::api::v1::{BlockRequest, SendMessageRequest, SendMessageRespon
 use oxigram_tests::{Mode, System, TestClient, client::code};
 use tonic::Status;
 
-async fn user(system: &System, phone: &str, name: &str) -> anyhow::Result<TestClient> {
-    let mut device = system.device().await?;
-    device.sign_up(phone, name).await?;
-    Ok(device)
-}
-
 async fn reply(
     device: &TestClient,
     peer: i64,
@@ -37,9 +31,13 @@ async fn reply(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_sends_keeps_every_rule() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15557001", "Alice").await?;
-    let bob = user(&system, "15557002", "Bob").await?;
-    let carol = user(&system, "15557003", "Carol").await?;
+    let [alice, bob, carol] = system
+        .users([
+            ("15557001", "Alice"),
+            ("15557002", "Bob"),
+            ("15557003", "Carol"),
+        ])
+        .await?;
     let (alice_id, bob_id, carol_id) = (alice.user_id()?, bob.user_id()?, carol.user_id()?);
     carol
         .messages()

@@ -44,20 +44,15 @@ async fn phone_code_hash(device: &TestClient, phone: &str) -> anyhow::Result<Str
         .phone_code_hash)
 }
 
-async fn user(system: &System, phone: &str, name: &str) -> anyhow::Result<TestClient> {
-    let mut c = system.device().await?;
-    c.sign_up(phone, name).await?;
-    Ok(c)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> {
     let (mut config, dir) = System::config().await?;
     // Every send request counts, accepted or not.
     config.gateway.sends_per_minute = 8;
     let system = System::start_with(config, dir, Mode::OneProcess).await?;
-    let alice = user(&system, "15554001", "Alice").await?;
-    let bob = user(&system, "15554002", "Bob").await?;
+    let [alice, bob] = system
+        .users([("15554001", "Alice"), ("15554002", "Bob")])
+        .await?;
     let bob_id = bob.user_id()?;
 
     let send = |random_id: i64, text: &str, reply_to_msg_id: i64| SendMessageRequest {
@@ -92,7 +87,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
         alice.send(bob_id, 10, "a different text").await,
         "RANDOM_ID_DUPLICATE",
     );
-    let carol = user(&system, "15554003", "Carol").await?;
+    let [carol] = system.users([("15554003", "Carol")]).await?;
     oxigram_tests::avoid_minute_edge().await?;
     for i in 0..8 {
         carol.send(bob_id, 11 + i, "more").await?;
@@ -177,9 +172,13 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saved_messages_and_reply_ids_in_each_owners_view() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554101", "Alice").await?;
-    let bob = user(&system, "15554102", "Bob").await?;
-    let carol = user(&system, "15554103", "Carol").await?;
+    let [alice, bob, carol] = system
+        .users([
+            ("15554101", "Alice"),
+            ("15554102", "Bob"),
+            ("15554103", "Carol"),
+        ])
+        .await?;
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
 
     let note = alice.send(alice_id, 1, "note to self").await?;
@@ -254,8 +253,9 @@ async fn saved_messages_and_reply_ids_in_each_owners_view() -> anyhow::Result<()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_window_semantics() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554201", "Alice").await?;
-    let bob = user(&system, "15554202", "Bob").await?;
+    let [alice, bob] = system
+        .users([("15554201", "Alice"), ("15554202", "Bob")])
+        .await?;
     let bob_id = bob.user_id()?;
     for i in 1..=30 {
         alice.send(bob_id, i, &format!("m{i}")).await?;
@@ -374,9 +374,9 @@ async fn history_window_semantics() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554301", "Alice").await?;
+    let [alice] = system.users([("15554301", "Alice")]).await?;
     let (bob_phone, bob_laptop, bob_id) = system.user_on_two_devices("15554302", "Bob").await?;
-    let carol = user(&system, "15554303", "Carol").await?;
+    let [carol] = system.users([("15554303", "Carol")]).await?;
     let alice_id = alice.user_id()?;
 
     carol.send(bob_id, 1, "shifts Bob's ids").await?;
@@ -533,7 +533,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delivery_receipts_are_per_device_and_reach_the_sender() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554401", "Alice").await?;
+    let [alice] = system.users([("15554401", "Alice")]).await?;
     let (bob_phone, bob_laptop, bob_id) = system.user_on_two_devices("15554402", "Bob").await?;
     for i in 1..=4 {
         alice.send(bob_id, i, &format!("m{i}")).await?;
@@ -588,9 +588,13 @@ async fn delivery_receipts_are_per_device_and_reach_the_sender() -> anyhow::Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_sender_sees_her_message_and_the_blocker_gets_nothing() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554501", "Alice").await?;
-    let bob = user(&system, "15554502", "Bob").await?;
-    let carol = user(&system, "15554503", "Carol").await?;
+    let [alice, bob, carol] = system
+        .users([
+            ("15554501", "Alice"),
+            ("15554502", "Bob"),
+            ("15554503", "Carol"),
+        ])
+        .await?;
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
     bob.messages()
         .block(BlockRequest { user_id: alice_id })
@@ -647,10 +651,10 @@ async fn a_blocked_sender_sees_her_message_and_the_blocker_gets_nothing() -> any
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nobody_reads_another_users_boxes_and_signed_out_keys_are_refused() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554601", "Alice").await?;
+    let [alice] = system.users([("15554601", "Alice")]).await?;
     let mut bob = system.device().await?;
     let bob_id = bob.sign_up("15554602", "Bob").await?.id;
-    let carol = user(&system, "15554603", "Carol").await?;
+    let [carol] = system.users([("15554603", "Carol")]).await?;
     let alice_id = alice.user_id()?;
     let sent = alice
         .send(bob_id, 1, "private")
@@ -757,8 +761,9 @@ async fn a_client_older_than_retention_is_told_difference_too_long() -> anyhow::
     let (mut config, dir) = System::config().await?;
     config.updates.retain_per_user = 10;
     let system = System::start_with(config, dir, Mode::OneProcess).await?;
-    let alice = user(&system, "15554701", "Alice").await?;
-    let bob = user(&system, "15554702", "Bob").await?;
+    let [alice, bob] = system
+        .users([("15554701", "Alice"), ("15554702", "Bob")])
+        .await?;
     for i in 1..=30 {
         alice.send(bob.user_id()?, i, "x").await?;
     }
@@ -790,8 +795,9 @@ async fn with_redis_down_sending_goes_on() -> anyhow::Result<()> {
     config.redis_url = Some("redis://127.0.0.1:1".into());
     config.gateway.sends_per_minute = 3;
     let system = System::start_with(config, dir, Mode::OneProcess).await?;
-    let alice = user(&system, "15554801", "Alice").await?;
-    let bob = user(&system, "15554802", "Bob").await?;
+    let [alice, bob] = system
+        .users([("15554801", "Alice"), ("15554802", "Bob")])
+        .await?;
     let _stream = bob.stream(0).await?; // opens; its route cannot be registered
     oxigram_tests::avoid_minute_edge().await?;
     for i in 1..=3 {
@@ -820,8 +826,9 @@ async fn a_difference_carries_up_to_a_thousand_new_messages() -> anyhow::Result<
     use oxigram_proto::api::v1::GetDifferenceRequest;
 
     let system = System::start(Mode::OneProcess).await?;
-    let alice = user(&system, "15554801", "Alice").await?;
-    let bob = user(&system, "15554802", "Bob").await?;
+    let [alice, bob] = system
+        .users([("15554801", "Alice"), ("15554802", "Bob")])
+        .await?;
     let bob_id = bob.user_id()?;
     let sends = (1..=250).map(|i| alice.send(bob_id, i, "one of many"));
     for sent in futures::future::join_all(sends).await {

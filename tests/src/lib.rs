@@ -259,6 +259,22 @@ impl System {
         TestClient::new(&self.gateway()).await
     }
 
+    /// One signed-up device for each `(phone, name)`.
+    pub async fn users<const N: usize>(
+        &self,
+        who: [(&str, &str); N],
+    ) -> anyhow::Result<[TestClient; N]> {
+        let mut devices = Vec::with_capacity(N);
+        for (phone, name) in who {
+            let mut device = self.device().await?;
+            device.sign_up(phone, name).await?;
+            devices.push(device);
+        }
+        devices
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("one device per user"))
+    }
+
     /// A user with two devices: the first signs up, the second signs in to the same account.
     pub async fn user_on_two_devices(
         &self,
