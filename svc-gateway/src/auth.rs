@@ -22,8 +22,7 @@ use crate::{
     cache::CachedKey,
 };
 
-/// The metadata entry carrying the caller's auth key.
-pub const AUTH_KEY_HEADER: &str = "x-oxigram-auth-key";
+pub use oxigram_proto::AUTH_KEY_HEADER;
 /// How long a login code stays valid.
 const LOGIN_CODE_TTL_SECS: i64 = 300;
 

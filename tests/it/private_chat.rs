@@ -749,7 +749,7 @@ async fn nobody_reads_another_users_boxes_and_signed_out_keys_are_refused() -> a
     let mut raw = oxigram_proto::api::v1::updates_client::UpdatesClient::new(channel);
     let mut request = tonic::Request::new(oxigram_proto::api::v1::GetStateRequest {});
     request.metadata_mut().insert(
-        "x-oxigram-auth-key",
+        oxigram_proto::AUTH_KEY_HEADER,
         format!("{}:00", forged.auth_key_id).parse()?,
     );
     expect_code(raw.get_state(request).await, "AUTH_KEY_INVALID");

@@ -8,9 +8,7 @@ use tonic::{
 
 use crate::Error;
 
-/// The metadata entry carrying the caller's auth key, `<auth_key_id>:<secret hex>`. The gateway
-/// binds the key to the account it signed in to, so no request field names the acting user.
-pub const AUTH_KEY_HEADER: &str = "x-oxigram-auth-key";
+pub use oxigram_proto::AUTH_KEY_HEADER;
 
 /// A device's auth key, as `CreateAuthKey` returned it. Keep it with the device: it is the
 /// device's login.

@@ -30,3 +30,8 @@ package!(gateway, "oxigram.gateway.v1");
 
 /// Encoded file descriptors of every package, for the gRPC reflection service.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("oxigram_descriptor");
+
+/// The metadata entry that carries a device's auth key on every client-API call but
+/// `CreateAuthKey`: `<auth_key_id>:<secret hex>`. Part of the client API's contract, so the
+/// gateway and every client name it from here.
+pub const AUTH_KEY_HEADER: &str = "x-oxigram-auth-key";
