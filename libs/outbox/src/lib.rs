@@ -255,17 +255,18 @@ impl Staged<'_> {
 
     /// `outbox_rows AS (INSERT …)`, whose parameters are `$first` to `$first + 5`.
     fn cte(first: usize) -> String {
-        let [d, e, p, t, i, g] = [first, first + 1, first + 2, first + 3, first + 4, first + 5];
-        format!(
-            "outbox_rows AS (
-                INSERT INTO outbox (destination, event_id, payload, traceparent, items, framed, available_at)
-                SELECT r.destination, r.event_id, r.payload, r.traceparent, r.items, true,
-                       now() + ${g} * interval '1 millisecond'
-                FROM UNNEST(${d}::text[], ${e}::uuid[], ${p}::bytea[], ${t}::text[], ${i}::int[])
-                    WITH ORDINALITY AS r(destination, event_id, payload, traceparent, items, n)
-                ORDER BY r.n
-                RETURNING destination, event_id, id)"
-        )
+        let sql = include_str!("../sql/stage.sql");
+        let body = sql
+            .lines()
+            .filter(|l| !l.starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        (1..=5)
+            .rev()
+            .fold(body, |sql, k| {
+                sql.replace(&format!("${{n+{k}}}"), &format!("${}", first + k))
+            })
+            .replace("${n}", &format!("${first}"))
     }
 
     pub fn is_empty(&self) -> bool {
