@@ -10,7 +10,7 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::Gateway;
+use crate::{Gateway, acting::Acting};
 
 pub struct DialogsApi(pub Arc<Gateway>);
 
@@ -21,10 +21,7 @@ impl Dialogs for DialogsApi {
         request: Request<GetDialogsRequest>,
     ) -> Result<Response<DialogsSlice>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let request = dialogs_svc::GetDialogsRequest {
-            owner_id: me.user_id,
-            request: Some(request),
-        };
+        let request = dialogs_svc::GetDialogsRequest::acting(me, request);
         let page = self.0.dialogs.clone().get_dialogs(request).await;
         let dialogs = page.map_err(forward)?.into_inner().dialogs;
         let top_ids = GetMessagesRequest {

@@ -14,7 +14,7 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::Gateway;
+use crate::{Gateway, acting::Acting};
 
 pub struct MediaApi(pub Arc<Gateway>);
 
@@ -30,10 +30,7 @@ macro_rules! pass_on {
                     request: Request<$request>,
                 ) -> Result<Response<$answer>, Status> {
                     let (me, request) = self.0.signed_in(request).await?;
-                    let request = media_svc::$request {
-                        owner_id: me.user_id,
-                        request: Some(request),
-                    };
+                    let request = media_svc::$request::acting(me, request);
                     self.0.media.clone().$method(request).await.map_err(forward)
                 }
             )*

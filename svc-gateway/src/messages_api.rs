@@ -18,7 +18,7 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, accounts};
+use crate::{Gateway, accounts, acting::Acting};
 
 pub struct MessagesApi(pub Arc<Gateway>);
 
@@ -86,11 +86,7 @@ impl Messages for MessagesApi {
         if let Err(wait) = self.0.send_limiter.check(me.user_id).await {
             return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
         }
-        let request = messages_svc::SendMessageRequest {
-            sender_id: me.user_id,
-            auth_key_id: me.auth_key_id,
-            request: Some(request),
-        };
+        let request = messages_svc::SendMessageRequest::acting(me, request);
         let sent = self.0.messages.clone().send_message(request).await;
         sent.map_err(forward)
     }
@@ -102,10 +98,7 @@ impl Messages for MessagesApi {
         let (me, request) = self.0.signed_in(request).await?;
         let peer = request.peer_user_id;
         self.0.check_peer(peer).await?;
-        let request = messages_svc::GetHistoryRequest {
-            owner_id: me.user_id,
-            request: Some(request),
-        };
+        let request = messages_svc::GetHistoryRequest::acting(me, request);
         let history = self.0.messages.clone().get_history(request).await;
         let messages = history.map_err(forward)?.into_inner().messages;
         let users = self.0.users_of(&messages, &[peer]).await?;
@@ -137,11 +130,7 @@ impl Messages for MessagesApi {
         self.0.check_peer(request.peer_user_id).await?;
         // svc-dialogs counts the unread messages as of the reader's update log and logs the
         // read right after what it counted.
-        let request = dialogs_svc::ReadHistoryRequest {
-            owner_id: me.user_id,
-            auth_key_id: me.auth_key_id,
-            request: Some(request),
-        };
+        let request = dialogs_svc::ReadHistoryRequest::acting(me, request);
         let read = self.0.dialogs.clone().read_history(request).await;
         let read = read.map_err(forward)?.into_inner();
         if read.pts_count > 0 {
@@ -184,10 +173,7 @@ impl Messages for MessagesApi {
             )
             .into());
         }
-        let request = dialogs_svc::GetOutboxReadDateRequest {
-            owner_id: me.user_id,
-            request: Some(request),
-        };
+        let request = dialogs_svc::GetOutboxReadDateRequest::acting(me, request);
         let date = self.0.dialogs.clone().get_outbox_read_date(request).await;
         date.map_err(forward)
     }
@@ -197,11 +183,7 @@ impl Messages for MessagesApi {
         request: Request<ReceivedMessagesRequest>,
     ) -> Result<Response<ReceivedMessagesResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let request = dialogs_svc::ReceivedMessagesRequest {
-            owner_id: me.user_id,
-            auth_key_id: me.auth_key_id,
-            request: Some(request),
-        };
+        let request = dialogs_svc::ReceivedMessagesRequest::acting(me, request);
         let received = self.0.dialogs.clone().received_messages(request).await;
         received.map_err(forward)
     }
@@ -212,10 +194,7 @@ impl Messages for MessagesApi {
     ) -> Result<Response<BlockResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
         self.0.check_peer(request.user_id).await?;
-        let request = messages_svc::BlockRequest {
-            owner_id: me.user_id,
-            request: Some(request),
-        };
+        let request = messages_svc::BlockRequest::acting(me, request);
         self.0
             .messages
             .clone()
@@ -229,10 +208,7 @@ impl Messages for MessagesApi {
         request: Request<BlockRequest>,
     ) -> Result<Response<BlockResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let request = messages_svc::BlockRequest {
-            owner_id: me.user_id,
-            request: Some(request),
-        };
+        let request = messages_svc::BlockRequest::acting(me, request);
         self.0
             .messages
             .clone()
@@ -246,10 +222,7 @@ impl Messages for MessagesApi {
         request: Request<GetBlockedRequest>,
     ) -> Result<Response<Blocked>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let request = messages_svc::GetBlockedRequest {
-            owner_id: me.user_id,
-            request: Some(request),
-        };
+        let request = messages_svc::GetBlockedRequest::acting(me, request);
         let blocked = self.0.messages.clone().get_blocked(request).await;
         let ids = blocked.map_err(forward)?.into_inner().user_ids;
         let users = accounts::users_by_ids(&self.0.pool, &ids)
