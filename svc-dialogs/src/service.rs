@@ -2,10 +2,13 @@
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_outbox::{FastPath, Outbox};
-use oxigram_proto::dialogs::v1::{
-    ApplyEventsRequest, ApplyEventsResponse, GetDialogsRequest, GetDialogsResponse,
-    GetOutboxReadDateRequest, GetOutboxReadDateResponse, ReadHistoryRequest, ReadHistoryResponse,
-    ReceivedMessagesRequest, ReceivedMessagesResponse, dialogs_server::Dialogs,
+use oxigram_proto::{
+    dialogs::v1::{
+        ApplyEventsRequest, ApplyEventsResponse, GetDialogsRequest, GetDialogsResponse,
+        GetOutboxReadDateRequest, ReadHistoryRequest, ReceivedMessagesRequest,
+        dialogs_server::Dialogs,
+    },
+    types::v1::{AffectedMessages, OutboxReadDate, ReceivedMessagesResponse},
 };
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
@@ -87,7 +90,8 @@ impl Dialogs for DialogsService {
         &self,
         request: Request<GetDialogsRequest>,
     ) -> Result<Response<GetDialogsResponse>, Status> {
-        let r = request.into_inner();
+        let GetDialogsRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         let limit = oxigram_errors::page_limit(r.limit, 20, MAX_DIALOGS_LIMIT)?;
         if r.offset_date < 0 || r.offset_id < 0 || r.offset_peer_user_id < 0 {
             return Err(status(
@@ -100,7 +104,7 @@ impl Dialogs for DialogsService {
         } else {
             (r.offset_date, r.offset_id, r.offset_peer_user_id)
         };
-        let dialogs = store::page(&self.pool, r.owner_id, after, limit)
+        let dialogs = store::page(&self.pool, owner_id, after, limit)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(GetDialogsResponse { dialogs }))
@@ -109,8 +113,13 @@ impl Dialogs for DialogsService {
     async fn read_history(
         &self,
         request: Request<ReadHistoryRequest>,
-    ) -> Result<Response<ReadHistoryResponse>, Status> {
-        let r = request.into_inner();
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let ReadHistoryRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
         if r.max_id < 0 {
             return Err(status(
                 ErrorCode::MessageIdInvalid,
@@ -121,58 +130,54 @@ impl Dialogs for DialogsService {
             &self.pool,
             &self.outbox,
             &self.to_updates,
-            r.owner_id,
+            owner_id,
             r.peer_user_id,
             r.max_id,
-            r.auth_key_id,
+            auth_key_id,
         )
         .await?;
         Ok(Response::new(match read {
-            Read::Unchanged => ReadHistoryResponse {
+            Read::Unchanged => AffectedMessages {
                 pts: 0,
                 pts_count: 0,
-                moved: false,
             },
-            Read::Logged { pts } => ReadHistoryResponse {
-                pts,
-                pts_count: 1,
-                moved: true,
-            },
+            Read::Logged { pts } => AffectedMessages { pts, pts_count: 1 },
         }))
     }
 
     async fn get_outbox_read_date(
         &self,
         request: Request<GetOutboxReadDateRequest>,
-    ) -> Result<Response<GetOutboxReadDateResponse>, Status> {
-        let r = request.into_inner();
-        let date = store::outbox_read_date(&self.pool, r.owner_id, r.peer_user_id, r.msg_id)
+    ) -> Result<Response<OutboxReadDate>, Status> {
+        let GetOutboxReadDateRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
+        let date = store::outbox_read_date(&self.pool, owner_id, r.peer_user_id, r.msg_id)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| status(ErrorCode::MessageNotReadYet, "the peer has not read it yet"))?;
-        Ok(Response::new(GetOutboxReadDateResponse { date }))
+        Ok(Response::new(OutboxReadDate { date }))
     }
 
     async fn received_messages(
         &self,
         request: Request<ReceivedMessagesRequest>,
     ) -> Result<Response<ReceivedMessagesResponse>, Status> {
-        let r = request.into_inner();
+        let ReceivedMessagesRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
         if r.max_id < 0 {
             return Err(status(
                 ErrorCode::MessageIdInvalid,
                 "max_id must not be negative",
             ));
         }
-        let (max_id, moved) = store::received(
-            &self.pool,
-            &self.outbox,
-            r.owner_id,
-            r.auth_key_id,
-            r.max_id,
-        )
-        .await
-        .map_err(Error::from)?;
+        let (max_id, moved) =
+            store::received(&self.pool, &self.outbox, owner_id, auth_key_id, r.max_id)
+                .await
+                .map_err(Error::from)?;
         if let Some(moved) = moved {
             // The receipts go to the senders, not to the caller: no pts to report back.
             self.to_updates

@@ -2,10 +2,7 @@
 //! more than a line are in `sql/`.
 
 use oxigram_outbox::Outbox;
-use oxigram_proto::{
-    dialogs::v1::Dialog,
-    types::v1::{Update, UpdateDeliveredOutbox, UserEvent, update},
-};
+use oxigram_proto::types::v1::{Dialog, Update, UpdateDeliveredOutbox, UserEvent, update};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 

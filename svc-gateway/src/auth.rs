@@ -42,6 +42,27 @@ impl Caller {
     }
 }
 
+/// A caller whose key is signed in to an account: who every RPC but the sign-in ones acts for.
+#[derive(Debug, Clone, Copy)]
+pub struct SignedIn {
+    pub user_id: i64,
+    pub auth_key_id: i64,
+}
+
+impl Gateway {
+    /// The signed-in caller of `request` (`AUTH_KEY_INVALID`, `AUTH_KEY_UNREGISTERED`
+    /// otherwise) and the request's body.
+    pub async fn signed_in<T>(&self, request: Request<T>) -> Result<(SignedIn, T), Status> {
+        let me = caller(self, request.metadata()).await?;
+        let user_id = me.user()?;
+        let me = SignedIn {
+            user_id,
+            auth_key_id: me.auth_key_id,
+        };
+        Ok((me, request.into_inner()))
+    }
+}
+
 fn hash_secret(secret: &[u8]) -> Vec<u8> {
     Sha256::digest(secret).to_vec()
 }
@@ -98,6 +119,15 @@ fn valid_phone(phone: &str) -> Result<String, Status> {
         )
         .into())
     }
+}
+
+/// The phone of a sign-in or sign-up, its digits, once the fields naming its login code are
+/// text.
+fn login_phone(phone: &str, phone_code_hash: &str, code: &str) -> Result<String, Status> {
+    let phone = valid_phone(phone)?;
+    check_text("phone_code_hash", phone_code_hash)?;
+    check_text("code", code)?;
+    Ok(phone)
 }
 
 /// Where login codes go. In development they are written to the log.
@@ -206,9 +236,7 @@ impl Auth for AuthApi {
     ) -> Result<Response<Authorization>, Status> {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
-        let phone = valid_phone(&r.phone)?;
-        check_text("phone_code_hash", &r.phone_code_hash)?;
-        check_text("code", &r.code)?;
+        let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
         // An unknown phone is told before the code is used up: the client signs up with it.
         let user = accounts::user_by_phone(&self.0.pool, &phone)
             .await
@@ -231,9 +259,7 @@ impl Auth for AuthApi {
     ) -> Result<Response<Authorization>, Status> {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
-        let phone = valid_phone(&r.phone)?;
-        check_text("phone_code_hash", &r.phone_code_hash)?;
-        check_text("code", &r.code)?;
+        let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
         check_text("first_name", &r.first_name)?;
         let first_name = r.first_name.trim();
         if first_name.is_empty() || first_name.chars().count() > 64 {
@@ -262,8 +288,7 @@ impl Auth for AuthApi {
         &self,
         request: Request<LogOutRequest>,
     ) -> Result<Response<LogOutResponse>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        me.user()?;
+        let (me, _) = self.0.signed_in(request).await?;
         accounts::bind_auth_key(&self.0.pool, me.auth_key_id, None)
             .await
             .map_err(Error::from)?;
@@ -276,9 +301,8 @@ impl Auth for AuthApi {
         &self,
         request: Request<GetAuthorizationsRequest>,
     ) -> Result<Response<Authorizations>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let user_id = me.user()?;
-        let rows = accounts::authorizations(&self.0.pool, user_id)
+        let (me, _) = self.0.signed_in(request).await?;
+        let rows = accounts::authorizations(&self.0.pool, me.user_id)
             .await
             .map_err(Error::from)?;
         let authorizations = rows
@@ -298,15 +322,14 @@ impl Auth for AuthApi {
         &self,
         request: Request<ResetAuthorizationRequest>,
     ) -> Result<Response<ResetAuthorizationResponse>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let user_id = me.user()?;
-        let target = request.into_inner().auth_key_id;
+        let (me, request) = self.0.signed_in(request).await?;
+        let target = request.auth_key_id;
         if target == me.auth_key_id {
             return Err(
                 Error::new(ErrorCode::HashInvalid, "log out to end the current device").into(),
             );
         }
-        if !accounts::unbind_if_owned(&self.0.pool, target, user_id)
+        if !accounts::unbind_if_owned(&self.0.pool, target, me.user_id)
             .await
             .map_err(Error::from)?
         {

@@ -4,6 +4,7 @@
 //! takes pushes from svc-dispatch.
 
 pub mod accounts;
+mod acting;
 pub mod auth;
 mod cache;
 mod dialogs_api;

@@ -1,4 +1,6 @@
 //! The client's Media service: svc-media's calls, with the owner set to the caller's user.
+//! svc-media takes the client's requests and gives its answers as they are: each RPC passes
+//! the request on beside its owner and the answer back.
 
 use std::sync::Arc;
 
@@ -12,81 +14,32 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, auth::caller};
+use crate::{Gateway, acting::Acting};
 
 pub struct MediaApi(pub Arc<Gateway>);
 
-#[tonic::async_trait]
-impl Media for MediaApi {
-    async fn save_file_part(
-        &self,
-        request: Request<SaveFilePartRequest>,
-    ) -> Result<Response<SaveFilePartResponse>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
-        self.0
-            .media
-            .clone()
-            .save_file_part(media_svc::SaveFilePartRequest {
-                owner_id,
-                file_id: r.file_id,
-                part: r.part,
-                bytes: r.bytes,
-            })
-            .await
-            .map_err(forward)?;
-        Ok(Response::new(SaveFilePartResponse {}))
-    }
+/// Each `$method`: the client's `$request` goes to svc-media's `$method` in svc-media's own
+/// request of that name, owned by the caller; svc-media's `$answer` comes back as it is.
+macro_rules! pass_on {
+    ($($method:ident($request:ident) -> $answer:ty;)*) => {
+        #[tonic::async_trait]
+        impl Media for MediaApi {
+            $(
+                async fn $method(
+                    &self,
+                    request: Request<$request>,
+                ) -> Result<Response<$answer>, Status> {
+                    let (me, request) = self.0.signed_in(request).await?;
+                    let request = media_svc::$request::acting(me, request);
+                    self.0.media.clone().$method(request).await.map_err(forward)
+                }
+            )*
+        }
+    };
+}
 
-    async fn complete_upload(
-        &self,
-        request: Request<CompleteUploadRequest>,
-    ) -> Result<Response<File>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
-        let f = self
-            .0
-            .media
-            .clone()
-            .complete_upload(media_svc::CompleteUploadRequest {
-                owner_id,
-                file_id: r.file_id,
-                parts: r.parts,
-                name: r.name,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
-        Ok(Response::new(File {
-            id: f.id,
-            size: f.size,
-            sha256: f.sha256,
-            name: f.name,
-        }))
-    }
-
-    async fn get_file(
-        &self,
-        request: Request<GetFileRequest>,
-    ) -> Result<Response<FileChunk>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
-        let c = self
-            .0
-            .media
-            .clone()
-            .get_file(media_svc::GetFileRequest {
-                owner_id,
-                id: r.id,
-                offset: r.offset,
-                limit: r.limit,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
-        Ok(Response::new(FileChunk {
-            bytes: c.bytes,
-            size: c.size,
-        }))
-    }
+pass_on! {
+    save_file_part(SaveFilePartRequest) -> SaveFilePartResponse;
+    complete_upload(CompleteUploadRequest) -> File;
+    get_file(GetFileRequest) -> FileChunk;
 }

@@ -18,7 +18,7 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, accounts, auth::caller};
+use crate::{Gateway, accounts, acting::Acting};
 
 pub struct MessagesApi(pub Arc<Gateway>);
 
@@ -38,6 +38,23 @@ impl Gateway {
         Ok(accounts::users_by_ids(&self.pool, &ids)
             .await
             .map_err(Error::from)?)
+    }
+
+    /// The messages of `owner_id`'s box with these ids (those she has), from svc-messages.
+    pub async fn messages_by_ids(
+        &self,
+        owner_id: i64,
+        request: GetMessagesRequest,
+    ) -> Result<Vec<Message>, Status> {
+        if request.ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let request = messages_svc::GetMessagesRequest {
+            owner_id,
+            request: Some(request),
+        };
+        let list = self.messages.clone().get_messages(request).await;
+        Ok(list.map_err(forward)?.into_inner().messages)
     }
 
     /// `PEER_ID_INVALID` unless `peer` is an existing user.
@@ -64,63 +81,27 @@ impl Messages for MessagesApi {
         &self,
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let sender_id = me.user()?;
-        let r = request.into_inner();
-        self.0.check_peer(r.peer_user_id).await?;
-        if let Err(wait) = self.0.send_limiter.check(sender_id).await {
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0.check_peer(request.peer_user_id).await?;
+        if let Err(wait) = self.0.send_limiter.check(me.user_id).await {
             return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
         }
-        let sent = self
-            .0
-            .messages
-            .clone()
-            .send_message(messages_svc::SendMessageRequest {
-                sender_id,
-                peer_user_id: r.peer_user_id,
-                random_id: r.random_id,
-                text: r.text,
-                reply_to_msg_id: r.reply_to_msg_id,
-                silent: r.silent,
-                noforwards: r.noforwards,
-                auth_key_id: me.auth_key_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
-        Ok(Response::new(SendMessageResponse {
-            message: sent.message,
-            pts: sent.pts,
-            pts_count: sent.pts_count,
-        }))
+        let request = messages_svc::SendMessageRequest::acting(me, request);
+        let sent = self.0.messages.clone().send_message(request).await;
+        sent.map_err(forward)
     }
 
     async fn get_history(
         &self,
         request: Request<GetHistoryRequest>,
     ) -> Result<Response<MessagesSlice>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
-        self.0.check_peer(r.peer_user_id).await?;
-        let messages = self
-            .0
-            .messages
-            .clone()
-            .get_history(messages_svc::GetHistoryRequest {
-                owner_id,
-                peer_user_id: r.peer_user_id,
-                offset_id: r.offset_id,
-                limit: r.limit,
-                offset_date: r.offset_date,
-                add_offset: r.add_offset,
-                max_id: r.max_id,
-                min_id: r.min_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner()
-            .messages;
-        let users = self.0.users_of(&messages, &[r.peer_user_id]).await?;
+        let (me, request) = self.0.signed_in(request).await?;
+        let peer = request.peer_user_id;
+        self.0.check_peer(peer).await?;
+        let request = messages_svc::GetHistoryRequest::acting(me, request);
+        let history = self.0.messages.clone().get_history(request).await;
+        let messages = history.map_err(forward)?.into_inner().messages;
+        let users = self.0.users_of(&messages, &[peer]).await?;
         Ok(Response::new(MessagesSlice { messages, users }))
     }
 
@@ -128,24 +109,15 @@ impl Messages for MessagesApi {
         &self,
         request: Request<GetMessagesRequest>,
     ) -> Result<Response<MessagesSlice>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let ids = request.into_inner().ids;
-        if ids.len() > MAX_CLIENT_MESSAGE_IDS {
+        let (me, request) = self.0.signed_in(request).await?;
+        if request.ids.len() > MAX_CLIENT_MESSAGE_IDS {
             return Err(Error::new(
                 ErrorCode::LimitInvalid,
                 format!("at most {MAX_CLIENT_MESSAGE_IDS} ids"),
             )
             .into());
         }
-        let messages = self
-            .0
-            .messages
-            .clone()
-            .get_messages(messages_svc::GetMessagesRequest { owner_id, ids })
-            .await
-            .map_err(forward)?
-            .into_inner()
-            .messages;
+        let messages = self.0.messages_by_ids(me.user_id, request).await?;
         let users = self.0.users_of(&messages, &[]).await?;
         Ok(Response::new(MessagesSlice { messages, users }))
     }
@@ -154,37 +126,24 @@ impl Messages for MessagesApi {
         &self,
         request: Request<ReadHistoryRequest>,
     ) -> Result<Response<AffectedMessages>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let owner_id = me.user()?;
-        let r = request.into_inner();
-        self.0.check_peer(r.peer_user_id).await?;
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0.check_peer(request.peer_user_id).await?;
         // svc-dialogs counts the unread messages as of the reader's update log and logs the
         // read right after what it counted.
-        let read = self
-            .0
-            .dialogs
-            .clone()
-            .read_history(dialogs_svc::ReadHistoryRequest {
-                owner_id,
-                peer_user_id: r.peer_user_id,
-                max_id: r.max_id,
-                auth_key_id: me.auth_key_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
-        if read.moved {
-            return Ok(Response::new(AffectedMessages {
-                pts: read.pts,
-                pts_count: read.pts_count,
-            }));
+        let request = dialogs_svc::ReadHistoryRequest::acting(me, request);
+        let read = self.0.dialogs.clone().read_history(request).await;
+        let read = read.map_err(forward)?.into_inner();
+        if read.pts_count > 0 {
+            return Ok(Response::new(read));
         }
         // A repeat: nothing moved, no new pts; the current state.
         let state = self
             .0
             .updates
             .clone()
-            .get_state(updates_svc::GetStateRequest { user_id: owner_id })
+            .get_state(updates_svc::GetStateRequest {
+                user_id: me.user_id,
+            })
             .await
             .map_err(forward)?
             .into_inner();
@@ -198,24 +157,15 @@ impl Messages for MessagesApi {
         &self,
         request: Request<GetOutboxReadDateRequest>,
     ) -> Result<Response<OutboxReadDate>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
+        let (me, request) = self.0.signed_in(request).await?;
         // Only our own outgoing message of this dialog has a read date.
-        let mine = self
-            .0
-            .messages
-            .clone()
-            .get_messages(messages_svc::GetMessagesRequest {
-                owner_id,
-                ids: vec![r.msg_id],
-            })
-            .await
-            .map_err(forward)?
-            .into_inner()
-            .messages;
+        let ids = GetMessagesRequest {
+            ids: vec![request.msg_id],
+        };
+        let mine = self.0.messages_by_ids(me.user_id, ids).await?;
         if !mine
             .iter()
-            .any(|m| m.out && m.peer_user_id == r.peer_user_id)
+            .any(|m| m.out && m.peer_user_id == request.peer_user_id)
         {
             return Err(Error::new(
                 ErrorCode::MessageIdInvalid,
@@ -223,94 +173,58 @@ impl Messages for MessagesApi {
             )
             .into());
         }
-        let date = self
-            .0
-            .dialogs
-            .clone()
-            .get_outbox_read_date(dialogs_svc::GetOutboxReadDateRequest {
-                owner_id,
-                peer_user_id: r.peer_user_id,
-                msg_id: r.msg_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner()
-            .date;
-        Ok(Response::new(OutboxReadDate { date }))
+        let request = dialogs_svc::GetOutboxReadDateRequest::acting(me, request);
+        let date = self.0.dialogs.clone().get_outbox_read_date(request).await;
+        date.map_err(forward)
     }
 
     async fn received_messages(
         &self,
         request: Request<ReceivedMessagesRequest>,
     ) -> Result<Response<ReceivedMessagesResponse>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let owner_id = me.user()?;
-        let max_id = self
-            .0
-            .dialogs
-            .clone()
-            .received_messages(dialogs_svc::ReceivedMessagesRequest {
-                owner_id,
-                auth_key_id: me.auth_key_id,
-                max_id: request.into_inner().max_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner()
-            .max_id;
-        Ok(Response::new(ReceivedMessagesResponse { max_id }))
+        let (me, request) = self.0.signed_in(request).await?;
+        let request = dialogs_svc::ReceivedMessagesRequest::acting(me, request);
+        let received = self.0.dialogs.clone().received_messages(request).await;
+        received.map_err(forward)
     }
 
     async fn block(
         &self,
         request: Request<BlockRequest>,
     ) -> Result<Response<BlockResponse>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let user_id = request.into_inner().user_id;
-        self.0.check_peer(user_id).await?;
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0.check_peer(request.user_id).await?;
+        let request = messages_svc::BlockRequest::acting(me, request);
         self.0
             .messages
             .clone()
-            .block(messages_svc::BlockRequest { owner_id, user_id })
+            .block(request)
             .await
-            .map_err(forward)?;
-        Ok(Response::new(BlockResponse {}))
+            .map_err(forward)
     }
 
     async fn unblock(
         &self,
         request: Request<BlockRequest>,
     ) -> Result<Response<BlockResponse>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let user_id = request.into_inner().user_id;
+        let (me, request) = self.0.signed_in(request).await?;
+        let request = messages_svc::BlockRequest::acting(me, request);
         self.0
             .messages
             .clone()
-            .unblock(messages_svc::BlockRequest { owner_id, user_id })
+            .unblock(request)
             .await
-            .map_err(forward)?;
-        Ok(Response::new(BlockResponse {}))
+            .map_err(forward)
     }
 
     async fn get_blocked(
         &self,
         request: Request<GetBlockedRequest>,
     ) -> Result<Response<Blocked>, Status> {
-        let owner_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
-        let ids = self
-            .0
-            .messages
-            .clone()
-            .get_blocked(messages_svc::GetBlockedRequest {
-                owner_id,
-                offset_user_id: r.offset_user_id,
-                limit: r.limit,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner()
-            .user_ids;
+        let (me, request) = self.0.signed_in(request).await?;
+        let request = messages_svc::GetBlockedRequest::acting(me, request);
+        let blocked = self.0.messages.clone().get_blocked(request).await;
+        let ids = blocked.map_err(forward)?.into_inner().user_ids;
         let users = accounts::users_by_ids(&self.0.pool, &ids)
             .await
             .map_err(Error::from)?;

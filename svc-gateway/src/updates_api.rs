@@ -12,10 +12,9 @@ use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{
         AckRequest, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
-        GetDifferenceRequest, GetStateRequest, StreamEvent, StreamRequest, stream_event,
-        updates_server::Updates,
+        GetDifferenceRequest, GetMessagesRequest, GetStateRequest, StreamEvent, StreamRequest,
+        stream_event, updates_server::Updates,
     },
-    messages::v1 as messages_svc,
     types::v1::{UpdatesState, update},
     updates::v1 as updates_svc,
 };
@@ -24,7 +23,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, accounts, auth::caller};
+use crate::{Gateway, accounts};
 
 /// How many missed updates a stream replays before asking for getDifference instead.
 const STREAM_REPLAY_LIMIT: i32 = 100;
@@ -36,49 +35,26 @@ impl Gateway {
     pub async fn difference(
         &self,
         user_id: i64,
-        pts: i32,
-        limit: i32,
+        request: GetDifferenceRequest,
     ) -> Result<Difference, Status> {
-        let diff = self
-            .updates
-            .clone()
-            .get_difference(updates_svc::GetDifferenceRequest {
-                user_id,
-                pts,
-                limit,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
-        let ids: Vec<i64> = diff
-            .updates
-            .iter()
-            .filter_map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
-                Some(update::Kind::NewMessage(n)) => n.message.as_ref().map(|m| m.id),
-                _ => None,
-            })
-            .collect();
-        let new_messages = if ids.is_empty() {
-            vec![]
-        } else {
-            self.messages
-                .clone()
-                .get_messages(messages_svc::GetMessagesRequest {
-                    owner_id: user_id,
-                    ids,
-                })
-                .await
-                .map_err(forward)?
-                .into_inner()
-                .messages
+        let request = updates_svc::GetDifferenceRequest {
+            user_id,
+            request: Some(request),
         };
-        Ok(Difference {
-            new_messages,
-            updates: diff.updates,
-            state: diff.state,
-            is_slice: diff.is_slice,
-            too_long: diff.too_long,
-        })
+        let difference = self.updates.clone().get_difference(request).await;
+        let mut difference = difference.map_err(forward)?.into_inner();
+        let named = GetMessagesRequest {
+            ids: difference
+                .updates
+                .iter()
+                .filter_map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
+                    Some(update::Kind::NewMessage(n)) => n.message.as_ref().map(|m| m.id),
+                    _ => None,
+                })
+                .collect(),
+        };
+        difference.new_messages = self.messages_by_ids(user_id, named).await?;
+        Ok(difference)
     }
 }
 
@@ -97,32 +73,29 @@ impl Updates for UpdatesApi {
         &self,
         request: Request<GetStateRequest>,
     ) -> Result<Response<UpdatesState>, Status> {
-        let user_id = caller(&self.0, request.metadata()).await?.user()?;
-        let state = self
-            .0
+        let (me, _) = self.0.signed_in(request).await?;
+        let request = updates_svc::GetStateRequest {
+            user_id: me.user_id,
+        };
+        self.0
             .updates
             .clone()
-            .get_state(updates_svc::GetStateRequest { user_id })
+            .get_state(request)
             .await
-            .map_err(forward)?;
-        Ok(state)
+            .map_err(forward)
     }
 
     async fn get_difference(
         &self,
         request: Request<GetDifferenceRequest>,
     ) -> Result<Response<Difference>, Status> {
-        let user_id = caller(&self.0, request.metadata()).await?.user()?;
-        let r = request.into_inner();
-        Ok(Response::new(
-            self.0.difference(user_id, r.pts, r.limit).await?,
-        ))
+        let (me, request) = self.0.signed_in(request).await?;
+        Ok(Response::new(self.0.difference(me.user_id, request).await?))
     }
 
     async fn ack(&self, request: Request<AckRequest>) -> Result<Response<DeviceState>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let user_id = me.user()?;
-        let pts = request.into_inner().pts;
+        let (me, request) = self.0.signed_in(request).await?;
+        let (user_id, pts) = (me.user_id, request.pts);
         let current = self
             .0
             .updates
@@ -149,9 +122,8 @@ impl Updates for UpdatesApi {
         &self,
         request: Request<GetDeviceStateRequest>,
     ) -> Result<Response<DeviceState>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let user_id = me.user()?;
-        let acked_pts = accounts::acked_pts(&self.0.pool, me.auth_key_id, user_id)
+        let (me, _) = self.0.signed_in(request).await?;
+        let acked_pts = accounts::acked_pts(&self.0.pool, me.auth_key_id, me.user_id)
             .await
             .map_err(oxigram_errors::Error::from)?;
         Ok(Response::new(DeviceState { acked_pts }))
@@ -163,9 +135,8 @@ impl Updates for UpdatesApi {
         &self,
         request: Request<StreamRequest>,
     ) -> Result<Response<Self::StreamStream>, Status> {
-        let me = caller(&self.0, request.metadata()).await?;
-        let user_id = me.user()?;
-        let from_pts = request.into_inner().pts;
+        let (me, request) = self.0.signed_in(request).await?;
+        let (user_id, from_pts) = (me.user_id, request.pts);
         if from_pts < 0 {
             return Err(oxigram_errors::Error::new(
                 oxigram_errors::ErrorCode::PtsInvalid,
@@ -219,10 +190,11 @@ async fn run_stream(
     // Live updates up to here were already sent by the replay.
     let mut replayed_up_to = 0;
     if from_pts > 0 {
-        match gateway
-            .difference(user_id, from_pts, STREAM_REPLAY_LIMIT)
-            .await
-        {
+        let replay = GetDifferenceRequest {
+            pts: from_pts,
+            limit: STREAM_REPLAY_LIMIT,
+        };
+        match gateway.difference(user_id, replay).await {
             Ok(diff) if diff.too_long || diff.is_slice => {
                 if out.send(Ok(difference_needed())).await.is_err() {
                     return;

@@ -9,15 +9,15 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, accounts, auth::caller};
+use crate::{Gateway, accounts};
 
 pub struct UsersApi(pub Arc<Gateway>);
 
 #[tonic::async_trait]
 impl Users for UsersApi {
     async fn get_me(&self, request: Request<GetMeRequest>) -> Result<Response<User>, Status> {
-        let me = caller(&self.0, request.metadata()).await?.user()?;
-        accounts::users_by_ids(&self.0.pool, &[me])
+        let (me, _) = self.0.signed_in(request).await?;
+        accounts::users_by_ids(&self.0.pool, &[me.user_id])
             .await
             .map_err(Error::from)?
             .pop()
@@ -29,8 +29,8 @@ impl Users for UsersApi {
         &self,
         request: Request<ResolvePhoneRequest>,
     ) -> Result<Response<User>, Status> {
-        caller(&self.0, request.metadata()).await?.user()?;
-        let phone = request.into_inner().phone;
+        let (_, request) = self.0.signed_in(request).await?;
+        let phone = request.phone;
         check_text("phone", &phone)?;
         let phone = phone.strip_prefix('+').unwrap_or(&phone);
         accounts::user_by_phone(&self.0.pool, phone)

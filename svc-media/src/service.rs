@@ -1,9 +1,9 @@
 //! The Media gRPC service.
 
 use oxigram_errors::{Error, ErrorCode, check_text, status};
-use oxigram_proto::media::v1::{
-    CompleteUploadRequest, FileChunk, FileInfo, GetFileRequest, SaveFilePartRequest,
-    SaveFilePartResponse, media_server::Media,
+use oxigram_proto::{
+    media::v1::{CompleteUploadRequest, GetFileRequest, SaveFilePartRequest, media_server::Media},
+    types::v1::{File, FileChunk, SaveFilePartResponse},
 };
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
@@ -42,7 +42,8 @@ impl<B: BlobStore> Media for MediaService<B> {
         &self,
         request: Request<SaveFilePartRequest>,
     ) -> Result<Response<SaveFilePartResponse>, Status> {
-        let r = request.into_inner();
+        let SaveFilePartRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         if r.file_id == 0 {
             return Err(status(ErrorCode::FileIdInvalid, "file_id must not be 0"));
         }
@@ -65,12 +66,12 @@ impl<B: BlobStore> Media for MediaService<B> {
             ));
         }
         self.blobs
-            .put(&part_key(r.owner_id, r.file_id, r.part), &r.bytes)
+            .put(&part_key(owner_id, r.file_id, r.part), &r.bytes)
             .await
             .map_err(io)?;
         store::save_part(
             &self.pool,
-            r.owner_id,
+            owner_id,
             r.file_id,
             r.part,
             r.bytes.len() as i32,
@@ -83,8 +84,9 @@ impl<B: BlobStore> Media for MediaService<B> {
     async fn complete_upload(
         &self,
         request: Request<CompleteUploadRequest>,
-    ) -> Result<Response<FileInfo>, Status> {
-        let r = request.into_inner();
+    ) -> Result<Response<File>, Status> {
+        let CompleteUploadRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         check_text("name", &r.name)?;
         if !(1..=MAX_PARTS).contains(&r.parts) {
             return Err(status(
@@ -93,7 +95,7 @@ impl<B: BlobStore> Media for MediaService<B> {
             ));
         }
         let name: String = r.name.chars().take(255).collect();
-        let stored = store::stored_parts(&self.pool, r.owner_id, r.file_id)
+        let stored = store::stored_parts(&self.pool, owner_id, r.file_id)
             .await
             .map_err(Error::from)?;
         if stored.len() != r.parts as usize
@@ -106,7 +108,7 @@ impl<B: BlobStore> Media for MediaService<B> {
         }
         let keys: Vec<String> = stored
             .iter()
-            .map(|p| part_key(r.owner_id, r.file_id, *p))
+            .map(|p| part_key(owner_id, r.file_id, *p))
             .collect();
         let tmp = format!("tmp/{}", uuid::Uuid::new_v4());
         let (size, sha256) = self.blobs.compose(&keys, &tmp).await.map_err(io)?;
@@ -130,10 +132,10 @@ impl<B: BlobStore> Media for MediaService<B> {
                     .map_err(Error::from)?
             }
         };
-        let ref_id = store::insert_file_ref(&mut tx, r.owner_id, file_id, &name)
+        let ref_id = store::insert_file_ref(&mut tx, owner_id, file_id, &name)
             .await
             .map_err(Error::from)?;
-        store::delete_parts(&mut tx, r.owner_id, r.file_id)
+        store::delete_parts(&mut tx, owner_id, r.file_id)
             .await
             .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
@@ -142,7 +144,7 @@ impl<B: BlobStore> Media for MediaService<B> {
                 tracing::warn!(error = %err, key, "could not delete an uploaded part");
             }
         }
-        Ok(Response::new(FileInfo {
+        Ok(Response::new(File {
             id: ref_id,
             size: size as i64,
             sha256,
@@ -154,7 +156,8 @@ impl<B: BlobStore> Media for MediaService<B> {
         &self,
         request: Request<GetFileRequest>,
     ) -> Result<Response<FileChunk>, Status> {
-        let r = request.into_inner();
+        let GetFileRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         if r.offset < 0 {
             return Err(status(
                 ErrorCode::OffsetInvalid,
@@ -168,7 +171,7 @@ impl<B: BlobStore> Media for MediaService<B> {
             ));
         }
         // The owner check is the authorization.
-        let store::StoredFile { sha256, size } = store::file_of_ref(&self.pool, r.owner_id, r.id)
+        let store::StoredFile { sha256, size } = store::file_of_ref(&self.pool, owner_id, r.id)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file"))?;

@@ -3,8 +3,9 @@
 //! and the codes bad requests get.
 
 use oxigram_errors::code_of;
-use oxigram_proto::media::v1::{
-    CompleteUploadRequest, GetFileRequest, SaveFilePartRequest, media_server::Media,
+use oxigram_proto::{
+    media::v1::{CompleteUploadRequest, GetFileRequest, SaveFilePartRequest, media_server::Media},
+    types::v1 as types,
 };
 use oxigram_testkit::{
     store::{self, Migrated},
@@ -52,18 +53,29 @@ async fn service() -> anyhow::Result<Service> {
 fn part(owner_id: i64, file_id: i64, part: i32, bytes: &[u8]) -> SaveFilePartRequest {
     SaveFilePartRequest {
         owner_id,
-        file_id,
-        part,
-        bytes: bytes.to_vec(),
+        request: Some(types::SaveFilePartRequest {
+            file_id,
+            part,
+            bytes: bytes.to_vec(),
+        }),
     }
 }
 
 fn complete(owner_id: i64, file_id: i64, parts: i32, name: &str) -> CompleteUploadRequest {
     CompleteUploadRequest {
         owner_id,
-        file_id,
-        parts,
-        name: name.into(),
+        request: Some(types::CompleteUploadRequest {
+            file_id,
+            parts,
+            name: name.into(),
+        }),
+    }
+}
+
+fn get(owner_id: i64, id: i64, offset: i64, limit: i32) -> GetFileRequest {
+    GetFileRequest {
+        owner_id,
+        request: Some(types::GetFileRequest { id, offset, limit }),
     }
 }
 
@@ -176,12 +188,7 @@ async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow
     ] {
         let chunk = s
             .media
-            .get_file(Request::new(GetFileRequest {
-                owner_id: 1,
-                id: info.id,
-                offset,
-                limit,
-            }))
+            .get_file(Request::new(get(1, info.id, offset, limit)))
             .await?
             .into_inner();
         assert_eq!(
@@ -220,7 +227,8 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
         (part(1, 10, 1, &too_big), "FILE_PART_TOO_BIG"),
     ];
     for (request, code) in saves {
-        let label = format!("part {} of file {}", request.part, request.file_id);
+        let sent = request.request.as_ref().map(|r| (r.part, r.file_id));
+        let label = format!("(part, file) {sent:?}");
         let err = s
             .media
             .save_file_part(Request::new(request))
@@ -242,10 +250,7 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
         (complete(1, 10, 1, "a\0b"), "INPUT_TEXT_INVALID"),
     ];
     for (request, code) in completions {
-        let label = format!(
-            "{} parts of file {} of {}",
-            request.parts, request.file_id, request.owner_id
-        );
+        let label = format!("{request:?}");
         let err = s
             .media
             .complete_upload(Request::new(request))
@@ -255,12 +260,6 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
         assert_eq!(err, Some(Some(code.to_owned())), "{label}");
     }
 
-    let get = |owner_id, id, offset, limit| GetFileRequest {
-        owner_id,
-        id,
-        offset,
-        limit,
-    };
     let reads = [
         (get(1, file.id, -1, 10), "OFFSET_INVALID"),
         (get(1, file.id, 0, 0), "LIMIT_INVALID"),

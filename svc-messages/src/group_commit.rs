@@ -8,7 +8,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_outbox::{Outbox, next_batch};
-use oxigram_proto::messages::v1::SendMessageResponse;
+use oxigram_proto::types::v1::SendMessageResponse;
 use sqlx::PgPool;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tonic::Status;
@@ -123,7 +123,7 @@ async fn hand_off(
             }) => {
                 let own = updates_events
                     .iter()
-                    .find(|e| e.user_id == send.request.sender_id)
+                    .find(|e| e.user_id == send.sender_id)
                     .map(|e| e.event_id.clone())
                     .unwrap_or_default();
                 waiting.push((own, message, reply));

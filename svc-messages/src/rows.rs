@@ -2,7 +2,7 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::{messages::v1::SendMessageRequest, types::v1::Message};
+use oxigram_proto::types::v1::{Message, SendMessageRequest};
 use oxigram_storage::batch_row;
 
 batch_row! {
@@ -49,10 +49,10 @@ impl BoxRow {
 
 impl BodyRow {
     /// The body of a new message `id`, sent now (`date`).
-    pub fn new(id: i64, request: &SendMessageRequest, date: i64) -> Self {
+    pub fn new(id: i64, sender_id: i64, request: &SendMessageRequest, date: i64) -> Self {
         Self {
             id,
-            sender_id: request.sender_id,
+            sender_id,
             text: request.text.clone(),
             date,
             silent: request.silent,

@@ -15,9 +15,8 @@
 use std::{collections::HashSet, sync::LazyLock};
 
 use oxigram_outbox::{NewRow, Outbox, Staged};
-use oxigram_proto::{
-    messages::v1::SendMessageRequest,
-    types::v1::{Message, Update, UpdateNewMessage, UserEvent, update},
+use oxigram_proto::types::v1::{
+    Message, SendMessageRequest, Update, UpdateNewMessage, UserEvent, update,
 };
 use oxigram_storage::{
     batch_row,
@@ -34,7 +33,10 @@ use crate::{
 
 /// A send that passed validation.
 pub struct NewMessage {
-    /// The request as the service checked it.
+    pub sender_id: i64,
+    /// The sender's device, which has the result already and gets no push.
+    pub auth_key_id: i64,
+    /// The client's request as the service checked it.
     pub request: SendMessageRequest,
     /// What makes two sends with one key the same request.
     pub request_hash: Vec<u8>,
@@ -78,7 +80,7 @@ pub async fn send(
         let mut keys = HashSet::new();
         let (now, later): (Vec<usize>, Vec<usize>) = waiting
             .into_iter()
-            .partition(|&i| keys.insert((sends[i].request.sender_id, sends[i].request.random_id)));
+            .partition(|&i| keys.insert((sends[i].sender_id, sends[i].request.random_id)));
         let batch: Vec<&NewMessage> = now.iter().map(|&i| &sends[i]).collect();
         for (i, outcome) in now
             .into_iter()
@@ -195,7 +197,7 @@ async fn send_distinct(
             Claim::Used => replays.next(),
             Claim::ReplyInvalid => {
                 released.push(KeyRow {
-                    sender_id: m.request.sender_id,
+                    sender_id: m.sender_id,
                     random_id: m.request.random_id,
                 });
                 Some(SendOutcome::ReplyInvalid)
@@ -205,11 +207,11 @@ async fn send_distinct(
                     Reply::Found { recipient_box_id } => recipient_box_id,
                     Reply::None | Reply::Invalid => 0,
                 };
-                let body = BodyRow::new(body_id, &m.request, now);
+                let body = BodyRow::new(body_id, m.sender_id, &m.request, now);
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
                     .map(|&(owner, box_id)| {
-                        let reply = match owner == m.request.sender_id {
+                        let reply = match owner == m.sender_id {
                             true => m.request.reply_to_msg_id,
                             false => recipient_reply,
                         };
@@ -290,7 +292,7 @@ async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Rep
     let input: Vec<ReplyInput> = asked
         .iter()
         .map(|&i| ReplyInput {
-            sender_id: sends[i].request.sender_id,
+            sender_id: sends[i].sender_id,
             peer_user_id: sends[i].request.peer_user_id,
             reply_to_box_id: sends[i].request.reply_to_msg_id,
         })
@@ -328,7 +330,7 @@ async fn claim(
         .iter()
         .zip(replies)
         .map(|(m, reply)| ClaimInput {
-            sender_id: m.request.sender_id,
+            sender_id: m.sender_id,
             random_id: m.request.random_id,
             request_hash: m.request_hash.clone(),
             peer_user_id: m.request.peer_user_id,
@@ -393,7 +395,7 @@ async fn replays(
     let keys: Vec<KeyRow> = sends
         .iter()
         .map(|m| KeyRow {
-            sender_id: m.request.sender_id,
+            sender_id: m.sender_id,
             random_id: m.request.random_id,
         })
         .collect();
@@ -405,7 +407,7 @@ async fn replays(
         .iter()
         .map(|m| {
             used.iter()
-                .find(|k| k.sender_id == m.request.sender_id && k.random_id == m.request.random_id)
+                .find(|k| k.sender_id == m.sender_id && k.random_id == m.request.random_id)
                 .filter(|k| k.request_hash == m.request_hash)
                 .and_then(|k| k.body_id)
         })
@@ -415,7 +417,7 @@ async fn replays(
         .zip(&replayed)
         .filter_map(|(m, body)| body.map(|body_id| (m, body_id)))
         .flat_map(|(m, body_id)| {
-            [m.request.sender_id, m.request.peer_user_id]
+            [m.sender_id, m.request.peer_user_id]
                 .into_iter()
                 .map(move |owner_id| BodyOf { owner_id, body_id })
         })
@@ -440,8 +442,8 @@ async fn replays(
             let Some(body_id) = body else {
                 return Ok(SendOutcome::KeyReused);
             };
-            let mine = box_of(m.request.sender_id, body_id).ok_or(sqlx::Error::RowNotFound)?;
-            let peer_box = match m.request.peer_user_id == m.request.sender_id {
+            let mine = box_of(m.sender_id, body_id).ok_or(sqlx::Error::RowNotFound)?;
+            let peer_box = match m.request.peer_user_id == m.sender_id {
                 true => 0,
                 false => box_of(m.request.peer_user_id, body_id).map_or(0, |r| r.box_id),
             };
@@ -451,9 +453,9 @@ async fn replays(
             });
             let event = new_message_event(
                 body_id,
-                m.request.sender_id,
+                m.sender_id,
                 message.clone(),
-                m.request.auth_key_id,
+                m.auth_key_id,
                 peer_box,
             );
             Ok(SendOutcome::Replayed { message, event })
@@ -515,13 +517,7 @@ fn compose(m: &NewMessage, body_id: i64, views: Vec<(i64, Message)>) -> Composed
             .iter()
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
-        let event = new_message_event(
-            body_id,
-            owner,
-            view.clone(),
-            m.request.auth_key_id,
-            peer_box_id,
-        );
+        let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
         rows.push(NewRow {
             destination: TO_UPDATES,
             event_id: new_message_event_id(body_id, owner),

@@ -2,10 +2,12 @@
 //! the owner-view reads.
 
 use oxigram_errors::{Error, ErrorCode, check_text, status};
-use oxigram_proto::messages::v1::{
-    BlockRequest, BlockResponse, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-    GetMessagesRequest, MessageList, SendMessageRequest, SendMessageResponse,
-    messages_server::Messages,
+use oxigram_proto::{
+    messages::v1::{
+        BlockRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest, GetMessagesRequest,
+        MessageList, SendMessageRequest, messages_server::Messages,
+    },
+    types::v1::{self as types, BlockResponse, SendMessageResponse},
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -42,7 +44,7 @@ impl MessagesService {
 }
 
 /// What makes two sends "the same request" for the idempotency key.
-fn request_hash(r: &SendMessageRequest) -> Vec<u8> {
+fn request_hash(r: &types::SendMessageRequest) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(r.peer_user_id.to_le_bytes());
     h.update(r.reply_to_msg_id.to_le_bytes());
@@ -51,8 +53,8 @@ fn request_hash(r: &SendMessageRequest) -> Vec<u8> {
     h.finalize().to_vec()
 }
 
-fn validate(r: &SendMessageRequest) -> Result<(), Status> {
-    if r.sender_id <= 0 {
+fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status> {
+    if sender_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
             "sender_id must be positive",
@@ -95,9 +97,16 @@ impl Messages for MessagesService {
         &self,
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
-        let r = request.into_inner();
-        validate(&r)?;
+        let SendMessageRequest {
+            sender_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
+        validate(sender_id, &r)?;
         let new = NewMessage {
+            sender_id,
+            auth_key_id,
             request_hash: request_hash(&r),
             request: r,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
@@ -109,8 +118,8 @@ impl Messages for MessagesService {
         &self,
         request: Request<GetHistoryRequest>,
     ) -> Result<Response<MessageList>, Status> {
-        let r = request.into_inner();
-        let window = history_window(&r)?;
+        let GetHistoryRequest { owner_id, request } = request.into_inner();
+        let window = history_window(owner_id, &request.unwrap_or_default())?;
         let messages = store::history(&self.pool, &window)
             .await
             .map_err(Error::from)?;
@@ -121,14 +130,15 @@ impl Messages for MessagesService {
         &self,
         request: Request<GetMessagesRequest>,
     ) -> Result<Response<MessageList>, Status> {
-        let r = request.into_inner();
+        let GetMessagesRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         if r.ids.len() > MAX_IDS {
             return Err(status(
                 ErrorCode::LimitInvalid,
                 &format!("at most {MAX_IDS} ids"),
             ));
         }
-        let messages = store::by_ids(&self.pool, r.owner_id, &r.ids)
+        let messages = store::by_ids(&self.pool, owner_id, &r.ids)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(MessageList { messages }))
@@ -138,11 +148,12 @@ impl Messages for MessagesService {
         &self,
         request: Request<BlockRequest>,
     ) -> Result<Response<BlockResponse>, Status> {
-        let r = request.into_inner();
-        if r.user_id <= 0 || r.user_id == r.owner_id {
+        let BlockRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
+        if r.user_id <= 0 || r.user_id == owner_id {
             return Err(status(ErrorCode::PeerIdInvalid, "cannot block this user"));
         }
-        store::set_blocked(&self.pool, r.owner_id, r.user_id, true)
+        store::set_blocked(&self.pool, owner_id, r.user_id, true)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(BlockResponse {}))
@@ -152,11 +163,12 @@ impl Messages for MessagesService {
         &self,
         request: Request<BlockRequest>,
     ) -> Result<Response<BlockResponse>, Status> {
-        let r = request.into_inner();
+        let BlockRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         if r.user_id <= 0 {
             return Err(status(ErrorCode::PeerIdInvalid, "cannot unblock this user"));
         }
-        store::set_blocked(&self.pool, r.owner_id, r.user_id, false)
+        store::set_blocked(&self.pool, owner_id, r.user_id, false)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(BlockResponse {}))
@@ -166,9 +178,10 @@ impl Messages for MessagesService {
         &self,
         request: Request<GetBlockedRequest>,
     ) -> Result<Response<GetBlockedResponse>, Status> {
-        let r = request.into_inner();
+        let GetBlockedRequest { owner_id, request } = request.into_inner();
+        let r = request.unwrap_or_default();
         let limit = oxigram_errors::page_limit(r.limit, 20, MAX_BLOCKED_LIMIT)?;
-        let user_ids = store::blocked(&self.pool, r.owner_id, r.offset_user_id.max(0), limit)
+        let user_ids = store::blocked(&self.pool, owner_id, r.offset_user_id.max(0), limit)
             .await
             .map_err(Error::from)?;
         Ok(Response::new(GetBlockedResponse { user_ids }))
@@ -176,7 +189,7 @@ impl Messages for MessagesService {
 }
 
 /// Checks and clamps a history request: limit 1..=100 (0 = 20), add_offset to [-100, 100].
-fn history_window(r: &GetHistoryRequest) -> Result<HistoryWindow, Status> {
+fn history_window(owner_id: i64, r: &types::GetHistoryRequest) -> Result<HistoryWindow, Status> {
     if r.limit < 0 {
         return Err(status(
             ErrorCode::LimitInvalid,
@@ -194,7 +207,7 @@ fn history_window(r: &GetHistoryRequest) -> Result<HistoryWindow, Status> {
         l => l.min(MAX_HISTORY_LIMIT),
     };
     Ok(HistoryWindow {
-        owner: r.owner_id,
+        owner: owner_id,
         peer: r.peer_user_id,
         offset_id: r.offset_id,
         offset_date: r.offset_date,
@@ -209,9 +222,8 @@ fn history_window(r: &GetHistoryRequest) -> Result<HistoryWindow, Status> {
 mod tests {
     use super::*;
 
-    fn send(text: &str) -> SendMessageRequest {
-        SendMessageRequest {
-            sender_id: 1,
+    fn send(text: &str) -> types::SendMessageRequest {
+        types::SendMessageRequest {
             peer_user_id: 2,
             random_id: 7,
             text: text.into(),
@@ -225,44 +237,50 @@ mod tests {
 
     #[test]
     fn text_limits_count_code_points() {
-        assert_eq!(code(validate(&send(&"é".repeat(4096)))), None);
+        assert_eq!(code(validate(1, &send(&"é".repeat(4096)))), None);
         assert_eq!(
-            code(validate(&send(&"é".repeat(4097)))).as_deref(),
+            code(validate(1, &send(&"é".repeat(4097)))).as_deref(),
             Some("MESSAGE_TOO_LONG")
         );
         assert_eq!(
-            code(validate(&send("  "))).as_deref(),
+            code(validate(1, &send("  "))).as_deref(),
             Some("MESSAGE_EMPTY")
         );
         // Postgres cannot store NUL: refused whether or not other text surrounds it.
         for nul in ["\0", "hello\0world"] {
             assert_eq!(
-                code(validate(&send(nul))).as_deref(),
+                code(validate(1, &send(nul))).as_deref(),
                 Some("INPUT_TEXT_INVALID")
             );
         }
         let mut bad_peer = send("hi");
         bad_peer.peer_user_id = 0;
         assert_eq!(
-            code(validate(&bad_peer)).as_deref(),
+            code(validate(1, &bad_peer)).as_deref(),
             Some("PEER_ID_INVALID")
         );
     }
 
     #[test]
     fn history_requests_are_clamped() -> Result<(), Status> {
-        let w = history_window(&GetHistoryRequest {
-            limit: 500,
-            add_offset: -1000,
-            ..Default::default()
-        })?;
+        let w = history_window(
+            1,
+            &types::GetHistoryRequest {
+                limit: 500,
+                add_offset: -1000,
+                ..Default::default()
+            },
+        )?;
         assert_eq!((w.limit, w.add_offset), (100, -100));
-        let w = history_window(&GetHistoryRequest::default())?;
+        let w = history_window(1, &types::GetHistoryRequest::default())?;
         assert_eq!((w.limit, w.add_offset), (20, 0));
-        let bad = history_window(&GetHistoryRequest {
-            limit: -1,
-            ..Default::default()
-        });
+        let bad = history_window(
+            1,
+            &types::GetHistoryRequest {
+                limit: -1,
+                ..Default::default()
+            },
+        );
         assert_eq!(
             bad.err()
                 .and_then(|s| oxigram_errors::code_of(&s))

@@ -3,7 +3,7 @@
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
-use oxigram_proto::{messages::v1::SendMessageRequest, types::v1::Message};
+use oxigram_proto::types::v1::{Message, SendMessageRequest};
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
     send::{self, NewMessage, SendOutcome, Sent},
@@ -36,15 +36,15 @@ fn new(sender_id: i64, peer_user_id: i64, random_id: i64, text: &str) -> NewMess
 
 fn replying(sender: i64, peer: i64, random_id: i64, text: &str, reply_to: i64) -> NewMessage {
     NewMessage {
+        sender_id: sender,
+        auth_key_id: 7,
         request: SendMessageRequest {
-            sender_id: sender,
             peer_user_id: peer,
             random_id,
             text: text.into(),
             reply_to_msg_id: reply_to,
             silent: false,
             noforwards: false,
-            auth_key_id: 7,
         },
         request_hash: format!("{peer}/{reply_to}/{text}").into_bytes(),
         traceparent: None,

@@ -3,10 +3,10 @@
 use oxigram_errors::{Error, ErrorCode, status};
 use oxigram_outbox::Outbox;
 use oxigram_proto::{
-    types::v1::{UpdatesState, UserEvent},
+    types::v1::{Difference, UpdatesState, UserEvent},
     updates::v1::{
         AppendReadRequest, AppendReadResponse, AppendRequest, AppendResponse, GetDifferenceRequest,
-        GetDifferenceResponse, GetStateRequest, updates_server::Updates,
+        GetStateRequest, updates_server::Updates,
     },
 };
 use sqlx::PgPool;
@@ -178,8 +178,9 @@ impl Updates for UpdatesService {
     async fn get_difference(
         &self,
         request: Request<GetDifferenceRequest>,
-    ) -> Result<Response<GetDifferenceResponse>, Status> {
-        let req = request.into_inner();
+    ) -> Result<Response<Difference>, Status> {
+        let GetDifferenceRequest { user_id, request } = request.into_inner();
+        let req = request.unwrap_or_default();
         if req.pts < 0 {
             return Err(status(ErrorCode::PtsInvalid, "pts must not be negative"));
         }
@@ -189,15 +190,14 @@ impl Updates for UpdatesService {
             state,
             trimmed_pts,
             updates,
-        } = log::difference(&self.pool, req.user_id, req.pts, limit)
+        } = log::difference(&self.pool, user_id, req.pts, limit)
             .await
             .map_err(Error::from)?;
         if req.pts < trimmed_pts {
-            return Ok(Response::new(GetDifferenceResponse {
-                updates: vec![],
+            return Ok(Response::new(Difference {
                 state: Some(state),
-                is_slice: false,
                 too_long: true,
+                ..Default::default()
             }));
         }
         // The state and the updates come from one snapshot: the last update is never past
@@ -212,11 +212,12 @@ impl Updates for UpdatesService {
         } else {
             state
         };
-        Ok(Response::new(GetDifferenceResponse {
+        // The messages the updates name are svc-messages': the gateway adds them.
+        Ok(Response::new(Difference {
             updates,
             state: Some(state),
             is_slice,
-            too_long: false,
+            ..Default::default()
         }))
     }
 }

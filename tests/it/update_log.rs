@@ -5,13 +5,20 @@
 
 use anyhow::Context;
 use oxigram_proto::{
-    types::v1::{Update, UpdateReadHistoryInbox, UserEvent, update},
+    types::v1::{self as types, Update, UpdateReadHistoryInbox, UserEvent, update},
     updates::v1::{
         AppendRequest, GetDifferenceRequest, GetStateRequest, updates_client::UpdatesClient,
     },
 };
 use oxigram_tests::{Mode, System};
 use tonic::transport::Channel;
+
+fn difference_request(user_id: i64, pts: i32, limit: i32) -> GetDifferenceRequest {
+    GetDifferenceRequest {
+        user_id,
+        request: Some(types::GetDifferenceRequest { pts, limit }),
+    }
+}
 
 fn event(id: u128, user_id: i64, pts_count: i32) -> UserEvent {
     UserEvent {
@@ -124,11 +131,7 @@ async fn append_gives_each_event_one_pts_per_user_in_order() -> anyhow::Result<(
         assert_eq!(state.pts, pts, "user {user}");
     }
     let log = updates
-        .get_difference(GetDifferenceRequest {
-            user_id: ann,
-            pts: 0,
-            limit: 100,
-        })
+        .get_difference(difference_request(ann, 0, 100))
         .await?
         .into_inner();
     assert_eq!(
@@ -217,11 +220,7 @@ async fn a_difference_never_answers_a_state_behind_its_updates() -> anyhow::Resu
         // Older starting points too, so some answers are slices.
         let (pts, limit) = if round % 2 == 0 { (0, 1000) } else { (0, 7) };
         let d = reader
-            .get_difference(GetDifferenceRequest {
-                user_id: user,
-                pts,
-                limit,
-            })
+            .get_difference(difference_request(user, pts, limit))
             .await?
             .into_inner();
         let state = d.state.map_or(0, |s| s.pts);
@@ -296,11 +295,7 @@ async fn a_read_is_brought_up_to_its_place_in_the_log() -> anyhow::Result<()> {
         let mut updates = updates.clone();
         async move {
             let d = updates
-                .get_difference(GetDifferenceRequest {
-                    user_id: reader,
-                    pts: pts - 1,
-                    limit: 1,
-                })
+                .get_difference(difference_request(reader, pts - 1, 1))
                 .await?
                 .into_inner();
             match d
@@ -377,8 +372,10 @@ async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
             let page = dialogs
                 .get_dialogs(GetDialogsRequest {
                     owner_id: owner,
-                    limit: 10,
-                    ..Default::default()
+                    request: Some(types::GetDialogsRequest {
+                        limit: 10,
+                        ..Default::default()
+                    }),
                 })
                 .await?
                 .into_inner();

@@ -2,25 +2,42 @@
 //! internal service's API (`messages::v1`, `updates::v1`, `dialogs::v1`, `dispatch::v1`,
 //! `media::v1`, `gateway::v1`) and the domain types they share (`types::v1`); and the codec of
 //! the client API's servers (`codec`). An internal service's package holds its own API only:
-//! what two services both speak is in `types`. The generated `*_client` modules are the typed
-//! clients of every API.
+//! what two services both speak is in `types`, and so are the client's requests that an
+//! internal API takes as they are (`api::v1` re-exports them, so a client names every message
+//! of its API in one module). The generated `*_client` modules are the typed clients of every
+//! API.
 
 pub mod codec;
 
-/// One proto package `oxigram.<name>.v1` as the module `<name>::v1`.
+/// One proto package `oxigram.<name>.v1` as the module `<name>::v1`, with any items after
+/// the package's name added to it.
 macro_rules! package {
-    ($name:ident, $package:literal) => {
+    ($name:ident, $package:literal $(, $extra:item)*) => {
         #[allow(clippy::all, clippy::pedantic, missing_docs)]
         pub mod $name {
             pub mod v1 {
                 tonic::include_proto!($package);
+                $($extra)*
             }
         }
     };
 }
 
 package!(types, "oxigram.types.v1");
-package!(api, "oxigram.api.v1");
+package!(
+    api,
+    "oxigram.api.v1",
+    /// The client API's messages that are declared in `types`: the internal APIs take or
+    /// give them as they are.
+    pub use crate::types::v1::{
+        AffectedMessages, BlockRequest, BlockResponse, CompleteUploadRequest, Dialog, Difference,
+        File, FileChunk, GetBlockedRequest, GetDialogsRequest, GetDifferenceRequest,
+        GetFileRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
+        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
+        SaveFilePartRequest, SaveFilePartResponse, SendMessageRequest, SendMessageResponse,
+    };
+);
+
 package!(messages, "oxigram.messages.v1");
 package!(updates, "oxigram.updates.v1");
 package!(dialogs, "oxigram.dialogs.v1");

@@ -1,0 +1,47 @@
+//! The internal requests the gateway makes of a client's request: each domain service takes
+//! the client's request as it came, beside the signed-in caller it acts for (and her device,
+//! where the service tells the device's session apart). One line per internal request here,
+//! so an RPC of the gateway never copies a field.
+
+use oxigram_proto::{
+    dialogs::v1 as dialogs, media::v1 as media, messages::v1 as messages, types::v1 as types,
+    updates::v1 as updates,
+};
+
+use crate::auth::SignedIn;
+
+/// An internal request acting for the signed-in caller on her request `T`.
+pub trait Acting<T> {
+    fn acting(me: SignedIn, request: T) -> Self;
+}
+
+/// `internal { user field [, device field] } = client request;`
+macro_rules! acting {
+    ($($internal:ty { $user:ident $(, $device:ident)? } = $client:ty;)*) => {$(
+        impl Acting<$client> for $internal {
+            fn acting(me: SignedIn, request: $client) -> Self {
+                Self {
+                    $user: me.user_id,
+                    $($device: me.auth_key_id,)?
+                    request: Some(request),
+                }
+            }
+        }
+    )*};
+}
+
+acting! {
+    messages::SendMessageRequest { sender_id, auth_key_id } = types::SendMessageRequest;
+    messages::GetHistoryRequest { owner_id } = types::GetHistoryRequest;
+    messages::GetMessagesRequest { owner_id } = types::GetMessagesRequest;
+    messages::BlockRequest { owner_id } = types::BlockRequest;
+    messages::GetBlockedRequest { owner_id } = types::GetBlockedRequest;
+    dialogs::GetDialogsRequest { owner_id } = types::GetDialogsRequest;
+    dialogs::ReadHistoryRequest { owner_id, auth_key_id } = types::ReadHistoryRequest;
+    dialogs::GetOutboxReadDateRequest { owner_id } = types::GetOutboxReadDateRequest;
+    dialogs::ReceivedMessagesRequest { owner_id, auth_key_id } = types::ReceivedMessagesRequest;
+    updates::GetDifferenceRequest { user_id } = types::GetDifferenceRequest;
+    media::SaveFilePartRequest { owner_id } = types::SaveFilePartRequest;
+    media::CompleteUploadRequest { owner_id } = types::CompleteUploadRequest;
+    media::GetFileRequest { owner_id } = types::GetFileRequest;
+}
