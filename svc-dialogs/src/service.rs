@@ -120,12 +120,7 @@ impl Dialogs for DialogsService {
             request,
         } = request.into_inner();
         let r = request.unwrap_or_default();
-        if r.max_id < 0 {
-            return Err(status(
-                ErrorCode::MessageIdInvalid,
-                "max_id must not be negative",
-            ));
-        }
+        check_max_id(r.max_id)?;
         let read = read::read_history(
             &self.pool,
             &self.outbox,
@@ -168,12 +163,7 @@ impl Dialogs for DialogsService {
             request,
         } = request.into_inner();
         let r = request.unwrap_or_default();
-        if r.max_id < 0 {
-            return Err(status(
-                ErrorCode::MessageIdInvalid,
-                "max_id must not be negative",
-            ));
-        }
+        check_max_id(r.max_id)?;
         let (max_id, moved) =
             store::received(&self.pool, &self.outbox, owner_id, auth_key_id, r.max_id)
                 .await
@@ -186,4 +176,15 @@ impl Dialogs for DialogsService {
         }
         Ok(Response::new(ReceivedMessagesResponse { max_id }))
     }
+}
+
+/// `MESSAGE_ID_INVALID` for a negative `max_id` (0 means "everything so far").
+fn check_max_id(max_id: i64) -> Result<(), Status> {
+    if max_id < 0 {
+        return Err(status(
+            ErrorCode::MessageIdInvalid,
+            "max_id must not be negative",
+        ));
+    }
+    Ok(())
 }

@@ -142,12 +142,8 @@ impl Postgres {
             "oxigram: restarting PostgreSQL on 127.0.0.1:{} (immediate)",
             self.port
         );
-        let mut cmd = self.server_command("pg_ctl");
-        cmd.arg("-D")
-            .arg(&self.cluster_dir)
-            .arg("-l")
-            .arg(&self.log)
-            .args(["-m", "immediate", "-w", "-t"])
+        let mut cmd = self.pg_ctl();
+        cmd.args(["-m", "immediate", "-w", "-t"])
             .arg(READY_TIMEOUT.as_secs().to_string())
             .arg("restart");
         run(
@@ -270,14 +266,13 @@ impl Postgres {
              -c max_connections=300 -c fsync=on -c autovacuum_naptime=5s -c wal_init_zero=off",
             self.port
         );
-        let mut cmd = self.server_command("pg_ctl");
-        cmd.arg("-D")
-            .arg(&self.cluster_dir)
-            .arg("-l")
-            .arg(&self.log)
-            .arg("-o")
-            .arg(options)
-            .args(["-w", "-t", &READY_TIMEOUT.as_secs().to_string(), "start"]);
+        let mut cmd = self.pg_ctl();
+        cmd.arg("-o").arg(options).args([
+            "-w",
+            "-t",
+            &READY_TIMEOUT.as_secs().to_string(),
+            "start",
+        ]);
         match run(&mut cmd, "PostgreSQL did not start") {
             Ok(_) => {}
             Err(InfraError::CommandFailed {
@@ -406,6 +401,16 @@ impl Postgres {
                    postgresql packages (`apt-get install postgresql`), and `runuser` comes with util-linux"
                 .to_owned(),
         })
+    }
+
+    /// `pg_ctl` on this cluster, logging to its log file.
+    fn pg_ctl(&self) -> Command {
+        let mut cmd = self.server_command("pg_ctl");
+        cmd.arg("-D")
+            .arg(&self.cluster_dir)
+            .arg("-l")
+            .arg(&self.log);
+        cmd
     }
 
     /// A server program (initdb, pg_ctl): run as `postgres` when we are root.
