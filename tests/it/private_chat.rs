@@ -32,6 +32,17 @@ async fn dialog_with(
     Ok(page.dialogs.into_iter().find(|d| d.peer_user_id == peer))
 }
 
+/// Alice, Bob and Carol, each signed up on one device of a system of the test's own.
+async fn alice_bob_carol(system: &System) -> anyhow::Result<[TestClient; 3]> {
+    system
+        .users([
+            ("15554101", "Alice"),
+            ("15554102", "Bob"),
+            ("15554103", "Carol"),
+        ])
+        .await
+}
+
 /// The hash of a login code sent to `phone`, for the sign-in and sign-up requests that follow.
 async fn phone_code_hash(device: &TestClient, phone: &str) -> anyhow::Result<String> {
     Ok(device
@@ -172,13 +183,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn saved_messages_and_reply_ids_in_each_owners_view() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let [alice, bob, carol] = system
-        .users([
-            ("15554101", "Alice"),
-            ("15554102", "Bob"),
-            ("15554103", "Carol"),
-        ])
-        .await?;
+    let [alice, bob, carol] = alice_bob_carol(&system).await?;
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
 
     let note = alice.send(alice_id, 1, "note to self").await?;
@@ -588,13 +593,7 @@ async fn delivery_receipts_are_per_device_and_reach_the_sender() -> anyhow::Resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_sender_sees_her_message_and_the_blocker_gets_nothing() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let [alice, bob, carol] = system
-        .users([
-            ("15554501", "Alice"),
-            ("15554502", "Bob"),
-            ("15554503", "Carol"),
-        ])
-        .await?;
+    let [alice, bob, carol] = alice_bob_carol(&system).await?;
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
     bob.messages()
         .block(BlockRequest { user_id: alice_id })
