@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use oxigram_proto::{
-    api::v1::{Difference, SendMessageResponse},
-    types::v1::{PtsUpdate, Update, UpdateNewMessage, UpdatesState, update},
+    api::v1::{Difference, EditMessageResponse, SendMessageResponse},
+    types::v1::{PtsUpdate, Update, UpdateEditMessage, UpdateNewMessage, UpdatesState, update},
 };
 use tokio::time::Instant;
 
@@ -79,6 +79,21 @@ pub fn sent_update(response: SendMessageResponse) -> Option<PtsUpdate> {
         date: response.message.as_ref().map_or(0, |m| m.date),
         update: Some(Update {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
+                message: response.message,
+            })),
+        }),
+    })
+}
+
+/// This device's own edit update, from the answer to its edit; `None` when the answer carries
+/// no pts yet.
+pub fn edited_update(response: EditMessageResponse) -> Option<PtsUpdate> {
+    (response.pts > 0).then(|| PtsUpdate {
+        pts: response.pts,
+        pts_count: response.pts_count,
+        date: response.message.as_ref().map_or(0, |m| m.edit_date),
+        update: Some(Update {
+            kind: Some(update::Kind::EditMessage(UpdateEditMessage {
                 message: response.message,
             })),
         }),
