@@ -625,4 +625,33 @@ mod tests {
         // pts 0: the log has no place for it yet; it comes by push or difference.
         assert!(sent_update(answer(0, 0)).is_none());
     }
+
+    #[test]
+    fn an_edit_answer_is_the_editors_update() {
+        let answer = |pts, pts_count| EditMessageResponse {
+            message: Some(Message {
+                id: 3,
+                date: 77,
+                edit_date: 80,
+                text: "hi, edited".into(),
+                ..Default::default()
+            }),
+            pts,
+            pts_count,
+        };
+        let u = edited_update(answer(10, 1));
+        assert_eq!(
+            u.as_ref().map(|u| (u.pts, u.pts_count, u.date)),
+            Some((10, 1, 80))
+        );
+        let edited = u
+            .and_then(|u| u.update)
+            .and_then(|u| u.kind)
+            .and_then(|k| match k {
+                update::Kind::EditMessage(e) => e.message,
+                _ => None,
+            });
+        assert_eq!(edited.map(|m| m.text).as_deref(), Some("hi, edited"));
+        assert!(edited_update(answer(0, 0)).is_none());
+    }
 }
