@@ -2,6 +2,8 @@
 //! her own ids, by push and by getDifference in pts order; history shows it on both sides; and
 //! every refusal has its stable code and logs nothing.
 
+use std::time::Duration;
+
 use anyhow::Context;
 use oxigram_proto::{
     api::v1::BlockRequest,
@@ -10,6 +12,7 @@ use oxigram_proto::{
 use oxigram_tests::{
     Mode, System, TestClient,
     client::{code, next_update, next_update_where},
+    eventually,
 };
 
 /// The kind of an update and the message it carries, if any.
@@ -152,6 +155,19 @@ async fn an_edit_reaches_both_owners_by_push_and_by_difference() -> anyhow::Resu
     assert_eq!(pts_of(&alice).await?, 2);
     assert_eq!(pts_of(&bob_laptop).await?, 3);
     assert!(difference_after(&alice, 2).await?.0.is_empty());
+
+    // The dialogs projection went past the edit: a later message tops Bob's dialog, unread.
+    let later = alice.send(bob_id, 2, "and more").await?;
+    assert_eq!(later.pts, 3);
+    let dialog = eventually(Duration::from_secs(10), "Bob's dialog moved on", || async {
+        let page = bob_laptop.dialogs_page().await?;
+        Ok(page
+            .dialogs
+            .into_iter()
+            .find(|d| d.peer_user_id == alice_id && d.top_message_id == bob_box + 1))
+    })
+    .await?;
+    assert_eq!(dialog.unread_count, 2);
     Ok(())
 }
 
