@@ -498,6 +498,9 @@ fn edit_kind(outcome: &EditOutcome) -> &'static str {
     }
 }
 
+/// An edit to try: (editor, peer, her box id, text).
+type EditCase = (i64, i64, i64, &'static str);
+
 async fn outbox_rows(db: &Migrated) -> anyhow::Result<i64> {
     Ok(
         sqlx::query_scalar("SELECT count(*) FROM outbox WHERE destination = 'updates'")
@@ -598,8 +601,7 @@ async fn refused_edits_change_nothing() -> anyhow::Result<()> {
     sent(&send_one(&db, &outbox, new(ANN, CAROL, 2, "hi carol")).await?)?;
     let before = outbox_rows(&db).await?;
 
-    // (editor, peer, her box id, text) -> outcome
-    let table: [((i64, i64, i64, &str), &str); 6] = [
+    let table: [(EditCase, &str); 6] = [
         ((BOB, ANN, 1, "not mine"), "author required"),
         ((ANN, BOB, 2, "not mine either"), "author required"),
         ((ANN, BOB, 1, "hi"), "not modified"),

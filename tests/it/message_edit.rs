@@ -46,6 +46,9 @@ async fn difference_after(
     Ok((updates, current))
 }
 
+/// An edit to try: (editor, peer, her box id, text).
+type EditCase<'a> = (&'a TestClient, i64, i64, &'a str);
+
 async fn pts_of(device: &TestClient) -> anyhow::Result<i32> {
     Ok(device.get_state().await?.pts)
 }
@@ -183,9 +186,8 @@ async fn refused_edits_have_their_codes_and_log_nothing() -> anyhow::Result<()> 
     bob.send(alice_id, 1, "hey").await?;
     let (alice_pts, bob_pts) = (pts_of(&alice).await?, pts_of(&bob).await?);
 
-    // (editor, peer, her box id, text) -> code
     let long = "x".repeat(4097);
-    let table: [((&TestClient, i64, i64, &str), &str); 8] = [
+    let table: [(EditCase, &str); 8] = [
         ((&alice, bob_id, 2, "not mine"), "MESSAGE_AUTHOR_REQUIRED"),
         ((&bob, alice_id, 1, "not mine"), "MESSAGE_AUTHOR_REQUIRED"),
         ((&alice, bob_id, 1, "hi"), "MESSAGE_NOT_MODIFIED"),
