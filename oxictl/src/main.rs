@@ -16,10 +16,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use device::{Device, DeviceClient};
 use oxigram_client::{
-    Client, Event, Sequencer, State, StreamOptions, UpdateStream, Verdict, sent_update,
+    Client, Event, Sequencer, State, StreamOptions, UpdateStream, Verdict, edited_update,
+    sent_update,
 };
 use oxigram_proto::{
-    api::v1::{GetDialogsRequest, GetHistoryRequest, SendMessageRequest},
+    api::v1::{EditMessageRequest, GetDialogsRequest, GetHistoryRequest, SendMessageRequest},
     types::v1::{Message, PtsUpdate, update},
 };
 
@@ -75,6 +76,15 @@ enum Command {
         random_id: Option<i64>,
         #[arg(long, default_value_t = 0)]
         reply_to: i64,
+    },
+    /// Edits the text of one of your messages, named by its id in the dialog with a user.
+    Edit {
+        #[arg(long)]
+        with: String,
+        #[arg(long)]
+        id: i64,
+        #[arg(long)]
+        text: String,
     },
     /// Streams updates from the device's pts; applies only contiguous ones, filling gaps with getDifference.
     Watch {
@@ -134,6 +144,10 @@ fn show_update(u: &PtsUpdate) -> String {
                 r.peer_user_id, r.max_id
             )
         }
+        Some(update::Kind::EditMessage(e)) => match &e.message {
+            Some(m) => format!("edited message {}", show(m)),
+            None => "edited message (deleted)".into(),
+        },
         None => "unknown update".into(),
     };
     format!("[pts {}] {what}", u.pts)
@@ -191,6 +205,7 @@ async fn main() -> anyhow::Result<()> {
             random_id,
             reply_to,
         } => send(&path, &to, text, random_id, reply_to).await?,
+        Command::Edit { with, id, text } => edit(&path, &with, id, text).await?,
         Command::Watch { count, timeout } => watch(&path, count, timeout).await?,
         Command::Difference => difference(&path).await?,
         Command::History {
@@ -247,6 +262,36 @@ async fn send(
         date: 0,
     };
     if let Some(u) = sent_update(sent)
+        && state.verdict(u.pts, u.pts_count) == Verdict::Apply
+    {
+        c.device.pts = u.pts;
+        c.device.save(path)?;
+    }
+    Ok(())
+}
+
+/// Edits a message; applies the device's own update when it continues the device's state.
+async fn edit(path: &std::path::Path, with: &str, id: i64, text: String) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let peer = resolve(&c.client, with).await?;
+    let edited = c
+        .client
+        .edit_message(EditMessageRequest {
+            peer_user_id: peer,
+            id,
+            text,
+        })
+        .await?;
+    let m = edited
+        .message
+        .as_ref()
+        .context("no message in the answer")?;
+    println!("edited {} (pts {})", show(m), edited.pts);
+    let state = State {
+        pts: c.device.pts,
+        date: 0,
+    };
+    if let Some(u) = edited_update(edited)
         && state.verdict(u.pts, u.pts_count) == Verdict::Apply
     {
         c.device.pts = u.pts;

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
-        AffectedMessages, BlockRequest, BlockResponse, Blocked, GetBlockedRequest,
-        GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
-        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
-        SendMessageRequest, SendMessageResponse, messages_server::Messages,
+        AffectedMessages, BlockRequest, BlockResponse, Blocked, EditMessageRequest,
+        EditMessageResponse, GetBlockedRequest, GetHistoryRequest, GetMessagesRequest,
+        GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate, ReadHistoryRequest,
+        ReceivedMessagesRequest, ReceivedMessagesResponse, SendMessageRequest, SendMessageResponse,
+        messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -89,6 +90,17 @@ impl Messages for MessagesApi {
         let request = messages_svc::SendMessageRequest::acting(me, request);
         let sent = self.0.messages.clone().send_message(request).await;
         sent.map_err(forward)
+    }
+
+    async fn edit_message(
+        &self,
+        request: Request<EditMessageRequest>,
+    ) -> Result<Response<EditMessageResponse>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0.check_peer(request.peer_user_id).await?;
+        let request = messages_svc::EditMessageRequest::acting(me, request);
+        let edited = self.0.messages.clone().edit_message(request).await;
+        edited.map_err(forward)
     }
 
     async fn get_history(

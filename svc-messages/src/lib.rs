@@ -5,7 +5,9 @@
 //! together share that transaction (group commit). Commit is PERSISTED. Right after commit the
 //! events go to svc-updates directly (the fast path, so the response can carry the sender's
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
+//! An edit is its own transaction (`edit`) and hands its events on the same way.
 
+pub mod edit;
 mod group_commit;
 mod outbound;
 mod rows;
@@ -52,7 +54,12 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         to_updates.clone(),
         config.messages.send_workers,
     );
-    let service = MessagesService::new(start.pool.clone(), group);
+    let service = MessagesService::new(
+        start.pool.clone(),
+        group,
+        outbox.clone(),
+        to_updates.clone(),
+    );
     let relay = outbox.relay(to_updates).run(shutdown.clone());
     let deps = vec![("updates", config.services.updates.endpoint.clone())];
     let routes = tonic::service::Routes::new(MessagesServer::new(service));

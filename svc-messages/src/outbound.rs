@@ -1,8 +1,8 @@
-//! Everything svc-messages sends to other services. One arrow: each new message's events, one
-//! per owner, to svc-updates, which gives them their pts. They are written to this service's
-//! outbox in the send's transaction; right after commit the fast path hands them on and
-//! answers the send with the pts the sender's event got, and the relay delivers whatever it
-//! missed. svc-updates deduplicates by event id, so the two may overlap.
+//! Everything svc-messages sends to other services. One arrow: the events of each new message
+//! and of each edit, one per owner, to svc-updates, which gives them their pts. They are
+//! written to this service's outbox in the change's transaction; right after commit the fast
+//! path hands them on and answers the call with the pts the caller's event got, and the relay
+//! delivers whatever it missed. svc-updates deduplicates by event id, so the two may overlap.
 
 use oxigram_kit::GrpcChannel;
 use oxigram_outbox::{Destination, Outbox, OutboxMessage, Refused, decode_payloads};
@@ -20,6 +20,21 @@ pub const TO_UPDATES: &str = "updates";
 pub fn new_message_event_id(body_id: i64, owner_id: i64) -> Uuid {
     // High half: a tag ("msg" + 0) and the body; low half: the owner.
     Uuid::from_u64_pair(0x6d73_6700_0000_0000 ^ body_id as u64, owner_id as u64)
+}
+
+/// The id of the event of one owner's box for the `version`-th edit of `body_id`: derived, so
+/// the relay and the fast path of one edit are one fact to svc-updates, and two edits two.
+pub fn edit_event_id(body_id: i64, version: i32, owner_id: i64) -> Uuid {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"edit");
+    h.update(body_id.to_le_bytes());
+    h.update(version.to_le_bytes());
+    h.update(owner_id.to_le_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    Uuid::from_bytes(bytes)
 }
 
 /// The way to svc-updates: the relay's destination and the fast path.

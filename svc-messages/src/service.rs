@@ -4,17 +4,21 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest, GetMessagesRequest,
-        MessageList, SendMessageRequest, messages_server::Messages,
+        BlockRequest, EditMessageRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
+        GetMessagesRequest, MessageList, SendMessageRequest, messages_server::Messages,
     },
-    types::v1::{self as types, BlockResponse, SendMessageResponse},
+    types::v1::{self as types, BlockResponse, EditMessageResponse, SendMessageResponse},
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 
+use oxigram_outbox::Outbox;
+
 use crate::{
+    edit::{self, Edit, EditOutcome},
     group_commit::GroupCommit,
+    outbound::ToUpdates,
     send::NewMessage,
     store::{self, HistoryWindow},
 };
@@ -35,11 +39,19 @@ pub const MAX_BLOCKED_LIMIT: i32 = 100;
 pub struct MessagesService {
     pool: PgPool,
     group: GroupCommit,
+    /// Edits write their events here and hand them on themselves.
+    outbox: Outbox,
+    to_updates: ToUpdates,
 }
 
 impl MessagesService {
-    pub fn new(pool: PgPool, group: GroupCommit) -> Self {
-        Self { pool, group }
+    pub fn new(pool: PgPool, group: GroupCommit, outbox: Outbox, to_updates: ToUpdates) -> Self {
+        Self {
+            pool,
+            group,
+            outbox,
+            to_updates,
+        }
     }
 }
 
@@ -72,16 +84,7 @@ fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status>
             "random_id must not be 0",
         ));
     }
-    check_text("text", &r.text)?;
-    if r.text.trim().is_empty() {
-        return Err(status(ErrorCode::MessageEmpty, "the message has no text"));
-    }
-    if r.text.chars().count() > MAX_TEXT_CODE_POINTS {
-        return Err(status(
-            ErrorCode::MessageTooLong,
-            "the text is longer than 4096 characters",
-        ));
-    }
+    check_message_text(&r.text)?;
     if r.reply_to_msg_id < 0 {
         return Err(status(
             ErrorCode::MessageIdInvalid,
@@ -89,6 +92,40 @@ fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status>
         ));
     }
     Ok(())
+}
+
+/// A message's text, sent or edited: no NUL, not only whitespace, at most 4096 code points.
+fn check_message_text(text: &str) -> Result<(), Status> {
+    check_text("text", text)?;
+    if text.trim().is_empty() {
+        return Err(status(ErrorCode::MessageEmpty, "the message has no text"));
+    }
+    if text.chars().count() > MAX_TEXT_CODE_POINTS {
+        return Err(status(
+            ErrorCode::MessageTooLong,
+            "the text is longer than 4096 characters",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<(), Status> {
+    if owner_id <= 0 {
+        return Err(status(
+            ErrorCode::UserIdInvalid,
+            "owner_id must be positive",
+        ));
+    }
+    if r.peer_user_id <= 0 {
+        return Err(status(
+            ErrorCode::PeerIdInvalid,
+            "peer_user_id must be positive",
+        ));
+    }
+    if r.id <= 0 {
+        return Err(status(ErrorCode::MessageIdInvalid, "id must be positive"));
+    }
+    check_message_text(&r.text)
 }
 
 #[tonic::async_trait]
@@ -112,6 +149,69 @@ impl Messages for MessagesService {
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
         Ok(Response::new(self.group.send(new).await?))
+    }
+
+    async fn edit_message(
+        &self,
+        request: Request<EditMessageRequest>,
+    ) -> Result<Response<EditMessageResponse>, Status> {
+        let EditMessageRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
+        validate_edit(owner_id, &r)?;
+        let edit = Edit {
+            owner_id,
+            auth_key_id,
+            request: r,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        };
+        let edited = match edit::edit(&self.pool, &self.outbox, &edit)
+            .await
+            .map_err(Error::from)?
+        {
+            EditOutcome::Edited(edited) => edited,
+            EditOutcome::IdInvalid => {
+                return Err(status(
+                    ErrorCode::MessageIdInvalid,
+                    "no message with this id in the dialog",
+                ));
+            }
+            EditOutcome::AuthorRequired => {
+                return Err(status(
+                    ErrorCode::MessageAuthorRequired,
+                    "only the author may edit a message",
+                ));
+            }
+            EditOutcome::NotModified => {
+                return Err(status(
+                    ErrorCode::MessageNotModified,
+                    "the message has this text already",
+                ));
+            }
+            EditOutcome::Forbidden => {
+                return Err(status(
+                    ErrorCode::EditMessagesForbidden,
+                    "the peer blocked you",
+                ));
+            }
+        };
+        let (pts, pts_count) = self
+            .to_updates
+            .fast_path(
+                &self.outbox,
+                edited.updates_events,
+                &edited.updates_rows,
+                owner_id,
+            )
+            .await;
+        Ok(Response::new(EditMessageResponse {
+            message: Some(edited.message),
+            pts,
+            pts_count,
+        }))
     }
 
     async fn get_history(
@@ -259,6 +359,32 @@ mod tests {
             code(validate(1, &bad_peer)).as_deref(),
             Some("PEER_ID_INVALID")
         );
+    }
+
+    #[test]
+    fn edits_follow_the_text_rules_of_a_send() {
+        let edit = |owner: i64, peer: i64, id: i64, text: &str| {
+            code(validate_edit(
+                owner,
+                &types::EditMessageRequest {
+                    peer_user_id: peer,
+                    id,
+                    text: text.into(),
+                },
+            ))
+        };
+        let table: [(Option<String>, Option<&str>); 7] = [
+            (edit(1, 2, 5, "fixed"), None),
+            (edit(1, 2, 5, "  "), Some("MESSAGE_EMPTY")),
+            (edit(1, 2, 5, &"é".repeat(4097)), Some("MESSAGE_TOO_LONG")),
+            (edit(1, 2, 5, "a\0b"), Some("INPUT_TEXT_INVALID")),
+            (edit(1, 2, 0, "fixed"), Some("MESSAGE_ID_INVALID")),
+            (edit(1, 0, 5, "fixed"), Some("PEER_ID_INVALID")),
+            (edit(0, 2, 5, "fixed"), Some("USER_ID_INVALID")),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            assert_eq!(got.as_deref(), want, "row {i}");
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
-//! events and outbox rows, replays, replies, blocks) and the owner-view reads.
+//! events and outbox rows, replays, replies, blocks), the edit transaction, and the owner-view
+//! reads.
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
-use oxigram_proto::types::v1::{Message, SendMessageRequest};
+use oxigram_proto::types::v1::{EditMessageRequest, Message, SendMessageRequest, update};
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
+    edit::{self, Edit, EditOutcome},
     send::{self, NewMessage, SendOutcome, Sent},
     store::{self, HistoryWindow},
 };
@@ -462,5 +464,173 @@ async fn messages_by_id_are_the_owners_own() -> anyhow::Result<()> {
         ),
         (ANN, ANN, false, "one")
     );
+    Ok(())
+}
+
+async fn edit_one(
+    db: &Migrated,
+    outbox: &Outbox,
+    owner: i64,
+    peer: i64,
+    id: i64,
+    text: &str,
+) -> anyhow::Result<EditOutcome> {
+    let request = Edit {
+        owner_id: owner,
+        auth_key_id: 7,
+        request: EditMessageRequest {
+            peer_user_id: peer,
+            id,
+            text: text.into(),
+        },
+        traceparent: None,
+    };
+    Ok(edit::edit(&db.pool, outbox, &request).await?)
+}
+
+fn edit_kind(outcome: &EditOutcome) -> &'static str {
+    match outcome {
+        EditOutcome::Edited(_) => "edited",
+        EditOutcome::IdInvalid => "id invalid",
+        EditOutcome::AuthorRequired => "author required",
+        EditOutcome::NotModified => "not modified",
+        EditOutcome::Forbidden => "forbidden",
+    }
+}
+
+/// An edit to try: (editor, peer, her box id, text).
+type EditCase = (i64, i64, i64, &'static str);
+
+async fn outbox_rows(db: &Migrated) -> anyhow::Result<i64> {
+    Ok(
+        sqlx::query_scalar("SELECT count(*) FROM outbox WHERE destination = 'updates'")
+            .fetch_one(&db.pool)
+            .await?,
+    )
+}
+
+#[tokio::test]
+async fn an_edit_changes_every_owners_box_and_logs_one_event_each() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Bob's box ids run ahead of Ann's, so each owner's view has its own id.
+    sent(&send_one(&db, &outbox, new(BOB, CAROL, 1, "first")).await?)?;
+    let original = send_one(&db, &outbox, new(ANN, BOB, 1, "helo")).await?;
+    assert_eq!(sent(&original)?.message.id, 1);
+    let before = outbox_rows(&db).await?;
+
+    let outcome = edit_one(&db, &outbox, ANN, BOB, 1, "hello").await?;
+    let EditOutcome::Edited(edited) = outcome else {
+        anyhow::bail!("not edited: {}", edit_kind(&outcome));
+    };
+    assert_eq!(
+        (
+            edited.message.id,
+            edited.message.out,
+            edited.message.text.as_str()
+        ),
+        (1, true, "hello")
+    );
+    assert!(edited.message.edit_date > 0);
+    // One event per owner, each with the owner's own view of the message.
+    let views: Vec<(i64, i64, bool, String, i32, i64)> = edited
+        .updates_events
+        .iter()
+        .map(|e| {
+            let m = match e.update.as_ref().and_then(|u| u.kind.as_ref()) {
+                Some(update::Kind::EditMessage(edit)) => edit.message.clone().unwrap_or_default(),
+                _ => Message::default(),
+            };
+            (
+                e.user_id,
+                m.id,
+                m.out,
+                m.text,
+                e.pts_count,
+                e.origin_auth_key_id,
+            )
+        })
+        .collect();
+    assert_eq!(
+        views,
+        [
+            (ANN, 1, true, "hello".to_owned(), 1, 7),
+            (BOB, 2, false, "hello".to_owned(), 1, 7)
+        ]
+    );
+    // Both events were written with the edit, in one outbox row.
+    assert_eq!(outbox_rows(&db).await? - before, 1);
+    assert_eq!(edited.updates_rows.len(), 2);
+
+    let ann = by_ids(&db, ANN, &[1]).await?;
+    let bob = by_ids(&db, BOB, &[2]).await?;
+    for m in ann.iter().chain(&bob) {
+        assert_eq!(
+            (m.text.as_str(), m.edit_date),
+            ("hello", edited.message.edit_date)
+        );
+    }
+    assert_eq!((ann.len(), bob.len()), (1, 1));
+
+    // A second edit is a new fact: new event ids.
+    let again = edit_one(&db, &outbox, ANN, BOB, 1, "hello!").await?;
+    let EditOutcome::Edited(again) = again else {
+        anyhow::bail!("not edited: {}", edit_kind(&again));
+    };
+    for (first, second) in edited.updates_events.iter().zip(&again.updates_events) {
+        assert_ne!(first.event_id, second.event_id);
+    }
+
+    // A note to self has one owner, one event.
+    let note = send_one(&db, &outbox, new(ANN, ANN, 2, "note")).await?;
+    let note_id = sent(&note)?.message.id;
+    let outcome = edit_one(&db, &outbox, ANN, ANN, note_id, "a note").await?;
+    let EditOutcome::Edited(note) = outcome else {
+        anyhow::bail!("not edited: {}", edit_kind(&outcome));
+    };
+    assert_eq!(note.updates_events.len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn refused_edits_change_nothing() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Ann's box 1 = Bob's box 1: Ann's message; box 2 on both sides: Bob's answer.
+    sent(&send_one(&db, &outbox, new(ANN, BOB, 1, "hi")).await?)?;
+    sent(&send_one(&db, &outbox, new(BOB, ANN, 1, "hey")).await?)?;
+    store::set_blocked(&db.pool, CAROL, ANN, true).await?;
+    sent(&send_one(&db, &outbox, new(ANN, CAROL, 2, "hi carol")).await?)?;
+    let before = outbox_rows(&db).await?;
+
+    let table: [(EditCase, &str); 6] = [
+        ((BOB, ANN, 1, "not mine"), "author required"),
+        ((ANN, BOB, 2, "not mine either"), "author required"),
+        ((ANN, BOB, 1, "hi"), "not modified"),
+        ((ANN, BOB, 99, "no such"), "id invalid"),
+        ((ANN, CAROL, 1, "wrong dialog"), "id invalid"),
+        ((ANN, CAROL, 3, "carol blocked me"), "forbidden"),
+    ];
+    for ((editor, peer, id, text), want) in table {
+        let got = edit_one(&db, &outbox, editor, peer, id, text).await?;
+        assert_eq!(edit_kind(&got), want, "{editor} edits #{id} to {text:?}");
+    }
+    assert_eq!(outbox_rows(&db).await?, before);
+    let texts: Vec<(String, i64)> = by_ids(&db, ANN, &[1, 2, 3])
+        .await?
+        .into_iter()
+        .map(|m| (m.text, m.edit_date))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            ("hi".to_owned(), 0),
+            ("hey".to_owned(), 0),
+            ("hi carol".to_owned(), 0)
+        ]
+    );
+
+    // Once unblocked, the edit reaches both boxes.
+    store::set_blocked(&db.pool, CAROL, ANN, false).await?;
+    let got = edit_one(&db, &outbox, ANN, CAROL, 3, "hi, Carol").await?;
+    assert_eq!(edit_kind(&got), "edited");
     Ok(())
 }

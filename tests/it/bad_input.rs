@@ -355,6 +355,18 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
     );
     assert!(bob.history(alice.user_id()?).await?.is_empty());
     assert_eq!(count(&system, "messages.message_bodies").await?, 0);
+    let hello = alice.send(bob_id, 2, "hello Bob").await?;
+    let hello_id = hello.message.context("no message")?.id;
+    expect_nul_refused("edited text", alice.edit(bob_id, hello_id, "hi\0Bob").await);
+    let history = alice.history(bob_id).await?;
+    assert_eq!(
+        history
+            .iter()
+            .map(|m| (m.text.as_str(), m.edit_date))
+            .collect::<Vec<_>>(),
+        [("hello Bob", 0)],
+        "the message is as sent"
+    );
 
     let mut media = MediaClient::new(alice.channel());
     media

@@ -5,8 +5,8 @@ use anyhow::Context;
 use oxigram_client::Client;
 use oxigram_proto::{
     api::v1::{
-        DialogsSlice, Difference, GetDialogsRequest, GetHistoryRequest, SendMessageRequest,
-        SendMessageResponse, StreamEvent, stream_event,
+        DialogsSlice, Difference, EditMessageRequest, EditMessageResponse, GetDialogsRequest,
+        GetHistoryRequest, SendMessageRequest, SendMessageResponse, StreamEvent, stream_event,
     },
     types::v1::{Message, PtsUpdate, User, update},
 };
@@ -73,6 +73,23 @@ impl TestClient {
                 random_id,
                 text: text.into(),
                 ..Default::default()
+            })
+            .await?)
+    }
+
+    /// Edits the text of this user's message `id` (her box id) in the dialog with `peer`.
+    pub async fn edit(
+        &self,
+        peer: i64,
+        id: i64,
+        text: &str,
+    ) -> Result<EditMessageResponse, Status> {
+        Ok(self
+            .client
+            .edit_message(EditMessageRequest {
+                peer_user_id: peer,
+                id,
+                text: text.into(),
             })
             .await?)
     }

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use oxigram_proto::{
     api::v1::{
-        AffectedMessages, CreateAuthKeyRequest, DialogsSlice, Difference, GetDialogsRequest,
-        GetDifferenceRequest, GetHistoryRequest, GetMeRequest, GetStateRequest, MessagesSlice,
-        ReadHistoryRequest, ResolvePhoneRequest, SendCodeRequest, SendMessageRequest,
-        SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent, StreamRequest,
-        auth_client::AuthClient, dialogs_client::DialogsClient, messages_client::MessagesClient,
-        updates_client::UpdatesClient, users_client::UsersClient,
+        AffectedMessages, CreateAuthKeyRequest, DialogsSlice, Difference, EditMessageRequest,
+        EditMessageResponse, GetDialogsRequest, GetDifferenceRequest, GetHistoryRequest,
+        GetMeRequest, GetStateRequest, MessagesSlice, ReadHistoryRequest, ResolvePhoneRequest,
+        SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest, SignUpRequest,
+        StreamEvent, StreamRequest, auth_client::AuthClient, dialogs_client::DialogsClient,
+        messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{UpdatesState, User},
 };
@@ -212,6 +212,17 @@ impl Client {
     ) -> Result<SendMessageResponse, Error> {
         let d = self.deadline;
         d.unary(self.messages().send_message(d.request(request)))
+            .await
+    }
+
+    /// Edits the text of one of this user's messages. The answer's `pts`, when not 0, is this
+    /// device's own update ([`crate::edited_update`]).
+    pub async fn edit_message(
+        &self,
+        request: EditMessageRequest,
+    ) -> Result<EditMessageResponse, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().edit_message(d.request(request)))
             .await
     }
 

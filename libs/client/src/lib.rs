@@ -83,5 +83,7 @@ pub use auth_key::{AUTH_KEY_HEADER, AuthKey, SignWithKey};
 pub use client::{Client, DIFFERENCE_LIMIT, LoginCode, Signed, connect};
 pub use deadline::Deadline;
 pub use error::Error;
-pub use sequencer::{CatchUp, Sequencer, Slice, Source, State, Verdict, sent_update};
+pub use sequencer::{
+    CatchUp, Sequencer, Slice, Source, State, Verdict, edited_update, sent_update,
+};
 pub use stream::{Applied, During, Event, SentUpdates, StreamOptions, StreamStats, UpdateStream};

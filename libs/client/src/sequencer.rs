@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use oxigram_proto::{
-    api::v1::{Difference, SendMessageResponse},
-    types::v1::{PtsUpdate, Update, UpdateNewMessage, UpdatesState, update},
+    api::v1::{Difference, EditMessageResponse, SendMessageResponse},
+    types::v1::{PtsUpdate, Update, UpdateEditMessage, UpdateNewMessage, UpdatesState, update},
 };
 use tokio::time::Instant;
 
@@ -79,6 +79,21 @@ pub fn sent_update(response: SendMessageResponse) -> Option<PtsUpdate> {
         date: response.message.as_ref().map_or(0, |m| m.date),
         update: Some(Update {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
+                message: response.message,
+            })),
+        }),
+    })
+}
+
+/// This device's own edit update, from the answer to its edit; `None` when the answer carries
+/// no pts yet.
+pub fn edited_update(response: EditMessageResponse) -> Option<PtsUpdate> {
+    (response.pts > 0).then(|| PtsUpdate {
+        pts: response.pts,
+        pts_count: response.pts_count,
+        date: response.message.as_ref().map_or(0, |m| m.edit_date),
+        update: Some(Update {
+            kind: Some(update::Kind::EditMessage(UpdateEditMessage {
                 message: response.message,
             })),
         }),
@@ -609,5 +624,34 @@ mod tests {
         assert_eq!(u.as_ref().and_then(text_of), Some("hi"));
         // pts 0: the log has no place for it yet; it comes by push or difference.
         assert!(sent_update(answer(0, 0)).is_none());
+    }
+
+    #[test]
+    fn an_edit_answer_is_the_editors_update() {
+        let answer = |pts, pts_count| EditMessageResponse {
+            message: Some(Message {
+                id: 3,
+                date: 77,
+                edit_date: 80,
+                text: "hi, edited".into(),
+                ..Default::default()
+            }),
+            pts,
+            pts_count,
+        };
+        let u = edited_update(answer(10, 1));
+        assert_eq!(
+            u.as_ref().map(|u| (u.pts, u.pts_count, u.date)),
+            Some((10, 1, 80))
+        );
+        let edited = u
+            .and_then(|u| u.update)
+            .and_then(|u| u.kind)
+            .and_then(|k| match k {
+                update::Kind::EditMessage(e) => e.message,
+                _ => None,
+            });
+        assert_eq!(edited.map(|m| m.text).as_deref(), Some("hi, edited"));
+        assert!(edited_update(answer(0, 0)).is_none());
     }
 }

@@ -5,13 +5,15 @@
 use std::{collections::VecDeque, time::Duration};
 
 use oxigram_proto::{
-    api::v1::{SendMessageResponse, StreamEvent, stream_event},
+    api::v1::{EditMessageResponse, SendMessageResponse, StreamEvent, stream_event},
     types::v1::PtsUpdate,
 };
 use tokio::{sync::mpsc, time::Instant};
 use tonic::{Status, Streaming};
 
-use crate::{CatchUp, Client, Error, Sequencer, Source, State, Verdict, sent_update};
+use crate::{
+    CatchUp, Client, Error, Sequencer, Source, State, Verdict, edited_update, sent_update,
+};
 
 /// How an [`UpdateStream`] waits and retries.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +102,13 @@ impl SentUpdates {
             let _ = self.0.send(update);
         }
     }
+
+    /// The edit's own update joins the stream, applied in its pts order.
+    pub fn answer_edit(&self, response: EditMessageResponse) {
+        if let Some(update) = edited_update(response) {
+            let _ = self.0.send(update);
+        }
+    }
 }
 
 /// A device's update stream: open it at the device's saved state, then call
@@ -160,6 +169,14 @@ impl UpdateStream {
     /// The answer to this device's own send, applied in its pts order.
     pub fn answer(&mut self, response: SendMessageResponse) {
         if let Some(update) = sent_update(response) {
+            self.offer(update, Source::Sent);
+        }
+    }
+
+    /// The answer to this device's own edit, applied in its pts order (the device gets no
+    /// push of it).
+    pub fn answer_edit(&mut self, response: EditMessageResponse) {
+        if let Some(update) = edited_update(response) {
             self.offer(update, Source::Sent);
         }
     }

@@ -20,6 +20,12 @@ pub enum ErrorCode {
     ReplyMessageIdInvalid,
     /// The peer has not read the message yet.
     MessageNotReadYet,
+    /// Only a message's author may edit it.
+    MessageAuthorRequired,
+    /// An edit that changes nothing.
+    MessageNotModified,
+    /// The peer blocked the editor: her box of the message is left as it is.
+    EditMessagesForbidden,
     RandomIdInvalid,
     /// The same random_id was used before with a different message.
     RandomIdDuplicate,
@@ -71,6 +77,9 @@ impl ErrorCode {
             Self::MessageIdInvalid => "MESSAGE_ID_INVALID",
             Self::ReplyMessageIdInvalid => "REPLY_MESSAGE_ID_INVALID",
             Self::MessageNotReadYet => "MESSAGE_NOT_READ_YET",
+            Self::MessageAuthorRequired => "MESSAGE_AUTHOR_REQUIRED",
+            Self::MessageNotModified => "MESSAGE_NOT_MODIFIED",
+            Self::EditMessagesForbidden => "EDIT_MESSAGES_FORBIDDEN",
             Self::RandomIdInvalid => "RANDOM_ID_INVALID",
             Self::RandomIdDuplicate => "RANDOM_ID_DUPLICATE",
             Self::LimitInvalid => "LIMIT_INVALID",
@@ -105,6 +114,7 @@ impl ErrorCode {
         match self {
             Self::AuthKeyUnregistered | Self::AuthKeyInvalid => Code::Unauthenticated,
             Self::FloodWait(_) => Code::ResourceExhausted,
+            Self::MessageAuthorRequired | Self::EditMessagesForbidden => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition

@@ -31,10 +31,11 @@ package!(
     /// give them as they are.
     pub use crate::types::v1::{
         AffectedMessages, BlockRequest, BlockResponse, CompleteUploadRequest, Dialog, Difference,
-        File, FileChunk, GetBlockedRequest, GetDialogsRequest, GetDifferenceRequest,
-        GetFileRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
-        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
-        SaveFilePartRequest, SaveFilePartResponse, SendMessageRequest, SendMessageResponse,
+        EditMessageRequest, EditMessageResponse, File, FileChunk, GetBlockedRequest,
+        GetDialogsRequest, GetDifferenceRequest, GetFileRequest, GetHistoryRequest,
+        GetMessagesRequest, GetOutboxReadDateRequest, OutboxReadDate, ReadHistoryRequest,
+        ReceivedMessagesRequest, ReceivedMessagesResponse, SaveFilePartRequest,
+        SaveFilePartResponse, SendMessageRequest, SendMessageResponse,
     };
 );
 

@@ -1,0 +1,152 @@
+//! The edit transaction: the author's new text for one of her messages. The body is shared,
+//! so one edit changes the message in every owner's box that still holds it, and each of
+//! those owners gets an edit event in her update log, written to the outbox for svc-updates
+//! in the same transaction as the change (three statements: lock, boxes, write).
+
+use std::sync::LazyLock;
+
+use oxigram_outbox::{NewRow, Outbox, Staged};
+use oxigram_proto::types::v1::{
+    EditMessageRequest, Message, Update, UpdateEditMessage, UserEvent, update,
+};
+use prost::Message as _;
+use sqlx::PgPool;
+
+use crate::{
+    outbound::{TO_UPDATES, edit_event_id},
+    rows::MessageRow,
+    store::messages_of,
+};
+
+/// An edit that passed validation.
+pub struct Edit {
+    pub owner_id: i64,
+    /// The editor's device, which has the result already and gets no push.
+    pub auth_key_id: i64,
+    pub request: EditMessageRequest,
+    /// The trace of the request: the events continue it.
+    pub traceparent: Option<String>,
+}
+
+/// A committed edit: the editor's view, the events written, and their outbox rows.
+pub struct Edited {
+    pub message: Message,
+    pub updates_events: Vec<UserEvent>,
+    /// The outbox ids of the events for svc-updates.
+    pub updates_rows: Vec<i64>,
+}
+
+/// What an edit became. Every outcome but `Edited` changed nothing.
+pub enum EditOutcome {
+    Edited(Edited),
+    /// The id names no message of this dialog in the editor's box.
+    IdInvalid,
+    /// The editor did not write the message.
+    AuthorRequired,
+    /// The text is the message's text already.
+    NotModified,
+    /// The peer blocked the editor: her box is not to change.
+    Forbidden,
+}
+
+/// The editor's box and its locked body (sql/edit_lock.sql).
+#[derive(sqlx::FromRow)]
+struct Locked {
+    peer_user_id: i64,
+    body_id: i64,
+    sender_id: i64,
+    text: String,
+    edit_version: i32,
+    blocked: bool,
+}
+
+/// Edits one message.
+pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOutcome, sqlx::Error> {
+    let r = &edit.request;
+    let mut tx = pool.begin().await?;
+    let locked: Option<Locked> = sqlx::query_as(include_str!("../sql/edit_lock.sql"))
+        .bind(edit.owner_id)
+        .bind(r.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(locked) = locked.filter(|l| l.peer_user_id == r.peer_user_id) else {
+        return Ok(EditOutcome::IdInvalid);
+    };
+    if locked.sender_id != edit.owner_id {
+        return Ok(EditOutcome::AuthorRequired);
+    }
+    if locked.text == r.text {
+        return Ok(EditOutcome::NotModified);
+    }
+    if locked.blocked {
+        return Ok(EditOutcome::Forbidden);
+    }
+
+    static BOXES: LazyLock<String> =
+        LazyLock::new(|| messages_of(include_str!("../sql/edit_boxes.sql")));
+    let mut owners = vec![edit.owner_id];
+    if r.peer_user_id != edit.owner_id {
+        owners.push(r.peer_user_id);
+    }
+    let boxes: Vec<MessageRow> = sqlx::query_as(BOXES.as_str())
+        .bind(&owners)
+        .bind(locked.body_id)
+        .fetch_all(&mut *tx)
+        .await?;
+
+    let edit_date = chrono::Utc::now().timestamp();
+    let version = locked.edit_version + 1;
+    let mut message = None;
+    let (mut events, mut rows) = (Vec::new(), Vec::new());
+    for row in boxes {
+        let owner = row.owner_id;
+        let view = Message {
+            text: r.text.clone(),
+            edit_date,
+            ..Message::from(row)
+        };
+        let event_id = edit_event_id(locked.body_id, version, owner);
+        let event = UserEvent {
+            event_id: event_id.to_string(),
+            user_id: owner,
+            pts_count: 1,
+            date: edit_date,
+            update: Some(Update {
+                kind: Some(update::Kind::EditMessage(UpdateEditMessage {
+                    message: Some(view.clone()),
+                })),
+            }),
+            origin_auth_key_id: edit.auth_key_id,
+            peer_box_id: 0,
+            pts: 0,
+        };
+        rows.push(NewRow {
+            destination: TO_UPDATES,
+            event_id,
+            payload: event.encode_to_vec(),
+            traceparent: edit.traceparent.clone(),
+        });
+        events.push(event);
+        if owner == edit.owner_id {
+            message = Some(view);
+        }
+    }
+    let message = message.ok_or(sqlx::Error::RowNotFound)?;
+
+    static WRITE: LazyLock<String> =
+        LazyLock::new(|| Staged::statement(include_str!("../sql/edit_write.sql"), 5));
+    let staged = outbox.stage(&rows);
+    let query = sqlx::query_as(WRITE.as_str())
+        .bind(&r.text)
+        .bind(edit_date)
+        .bind(version)
+        .bind(locked.body_id);
+    let returned = staged.bind(query).fetch_all(&mut *tx).await?;
+    let updates_rows = staged.ids(returned)?;
+    tx.commit().await?;
+    Ok(EditOutcome::Edited(Edited {
+        message,
+        updates_events: events,
+        updates_rows,
+    }))
+}
