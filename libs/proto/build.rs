@@ -53,7 +53,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .canonicalize()?;
     // The packages' folder, not `proto/` itself: the field lock beside it is no input.
     let packages = root.join("oxigram");
-    println!("cargo:rerun-if-changed={}", packages.display());
+    // Relative to this package, so a target folder shared by two checkouts watches the files
+    // of the checkout being built, not those of the one built last.
+    println!("cargo:rerun-if-changed=../../proto/oxigram");
     let mut protos = Vec::new();
     find_protos(&packages, &mut protos)?;
     protos.sort();
