@@ -138,3 +138,52 @@ pub async fn by_ids(pool: &PgPool, owner: i64, ids: &[i64]) -> Result<Vec<Messag
     rows.sort_unstable_by_key(|r| r.box_id);
     Ok(rows.into_iter().map(Message::from).collect())
 }
+
+/// A search of one owner's messages, checked at the boundary.
+pub struct SearchQuery {
+    pub owner: i64,
+    /// The dialog searched (0 = every dialog).
+    pub peer: i64,
+    /// The text to find, as the owner typed it (trimmed, 3 characters or more).
+    pub text: String,
+    /// Inclusive date bounds, Unix seconds.
+    pub min_date: i64,
+    pub max_date: i64,
+    /// Only messages of this sender (0 = anyone).
+    pub from: i64,
+    /// Seek key: box ids below it.
+    pub below_id: i64,
+    /// In 1..=100.
+    pub limit: i32,
+}
+
+/// The `ILIKE` pattern matching `text` anywhere, its own wildcards taken literally.
+pub fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// The owner's messages whose current text contains `q.text`, ignoring case, newest first
+/// (sql/search.sql: index message_bodies_text_trgm, then message_boxes_body).
+pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<Vec<Message>, sqlx::Error> {
+    let rows: Vec<MessageRow> = sqlx::query_as(include_str!("../sql/search.sql"))
+        .bind(q.owner)
+        .bind(q.peer)
+        .bind(contains_pattern(&q.text))
+        .bind(q.min_date)
+        .bind(q.max_date)
+        .bind(q.from)
+        .bind(q.below_id)
+        .bind(q.limit as i64)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().map(Message::from).collect())
+}

@@ -35,7 +35,9 @@ package!(
         GetFileRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
         SaveFilePartRequest, SaveFilePartResponse, SendMessageRequest, SendMessageResponse,
-    };
+    };,
+    /// Search's request, as the internal API takes it.
+    pub use crate::types::v1::SearchRequest;
 );
 
 package!(messages, "oxigram.messages.v1");
