@@ -171,19 +171,48 @@ pub fn contains_pattern(text: &str) -> String {
     pattern
 }
 
-/// The owner's messages whose current text contains `q.text`, ignoring case, newest first
-/// (sql/search.sql: index message_bodies_text_trgm, then message_boxes_body).
+/// How many of the owner's newest boxes a search tests per message it may return, before it
+/// looks the text up in the index instead.
+pub const RECENT_BOXES_PER_RESULT: i64 = 100;
+
+/// The owner's messages whose current text contains `q.text`, ignoring case, newest first,
+/// in two steps of bounded cost. First the newest `RECENT_BOXES_PER_RESULT * limit` boxes are
+/// tested (sql/search_recent.sql): a text in more than about one message in a hundred fills
+/// the page there. Otherwise the text is rarer than that, and its bodies are looked up in
+/// index message_bodies_search (sql/search_indexed.sql), which answers the whole page,
+/// whatever the first step found. Each statement is planned for its own arguments (not a
+/// cached generic plan), so that a dialog's search walks message_boxes_history.
 pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<Vec<Message>, sqlx::Error> {
-    let rows: Vec<MessageRow> = sqlx::query_as(include_str!("../sql/search.sql"))
+    let pattern = contains_pattern(&q.text);
+    let limit = q.limit as i64;
+    let recent: Vec<MessageRow> = sqlx::query_as(include_str!("../sql/search_recent.sql"))
+        .persistent(false)
         .bind(q.owner)
         .bind(q.peer)
-        .bind(contains_pattern(&q.text))
+        .bind(&pattern)
         .bind(q.min_date)
         .bind(q.max_date)
         .bind(q.from)
         .bind(q.below_id)
-        .bind(q.limit as i64)
+        .bind(limit)
+        .bind(limit * RECENT_BOXES_PER_RESULT)
         .fetch_all(pool)
         .await?;
+    let rows = if recent.len() as i64 == limit {
+        recent
+    } else {
+        sqlx::query_as(include_str!("../sql/search_indexed.sql"))
+            .persistent(false)
+            .bind(q.owner)
+            .bind(q.peer)
+            .bind(&pattern)
+            .bind(q.min_date)
+            .bind(q.max_date)
+            .bind(q.from)
+            .bind(q.below_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+    };
     Ok(rows.into_iter().map(Message::from).collect())
 }

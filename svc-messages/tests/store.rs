@@ -681,3 +681,29 @@ async fn search_reads_the_current_text_and_skips_deleted_boxes() -> anyhow::Resu
     assert_eq!(found(&db, &bobs).await?, [2]);
     Ok(())
 }
+
+#[tokio::test]
+async fn search_finds_a_match_older_than_the_newest_boxes_it_tests() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let n = 2 * store::RECENT_BOXES_PER_RESULT + 10;
+    let batch: Vec<NewMessage> = (1..=n)
+        .map(|i| {
+            let text = if i <= 2 { "the oldest needle" } else { "hay" };
+            new(ANN, BOB, i, &format!("{text} {i}"))
+        })
+        .collect();
+    send::send(&db.pool, &outbox, &batch).await?;
+    // One per page: the first step tests the newest 100 boxes and finds nothing; the index
+    // finds both, one page at a time.
+    let first = SearchQuery {
+        limit: 1,
+        ..search_of("NEEDLE")
+    };
+    assert_eq!(found(&db, &first).await?, [2]);
+    let second = SearchQuery {
+        below_id: 2,
+        ..first
+    };
+    assert_eq!(found(&db, &second).await?, [1]);
+    Ok(())
+}
