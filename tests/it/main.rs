@@ -12,5 +12,6 @@ mod media;
 mod outbox_recovery;
 mod private_chat;
 mod schemas;
+mod search;
 mod trace;
 mod update_log;
