@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use oxigram_testkit::store::migrated;
+use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::store::{self, SearchQuery};
 
 const OWNER: i64 = 1;
@@ -67,14 +67,30 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let messages = flag("--messages", 200_000)? as i64;
-    let others = flag("--others", 200_000)? as i64;
-    let queries = flag("--queries", 300)?;
     let db = migrated(
         svc_messages::SCHEMA,
         &[&svc_messages::MIGRATOR, &oxigram_outbox::MIGRATOR],
     )
     .await?;
+    let measured = measure(&db).await;
+    // The database is large: give its space back, whether or not the run went through.
+    let (server, name) = db.url.rsplit_once('/').context("database url")?;
+    db.pool.close().await;
+    let name = name.split('?').next().unwrap_or(name).to_owned();
+    let admin = sqlx::PgPool::connect(&format!("{server}/postgres")).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE \"{name}\" WITH (FORCE)"
+    )))
+    .execute(&admin)
+    .await?;
+    measured
+}
+
+/// Fills the database, runs the queries and prints their figures and plans.
+async fn measure(db: &Migrated) -> anyhow::Result<()> {
+    let messages = flag("--messages", 200_000)? as i64;
+    let others = flag("--others", 200_000)? as i64;
+    let queries = flag("--queries", 300)?;
     let words = vocabulary();
 
     let started = Instant::now();
@@ -183,15 +199,5 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
-    // The database is large: give its space back.
-    let (server, name) = db.url.rsplit_once('/').context("database url")?;
-    db.pool.close().await;
-    let name = name.split('?').next().unwrap_or(name).to_owned();
-    let admin = sqlx::PgPool::connect(&format!("{server}/postgres")).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE \"{name}\" WITH (FORCE)"
-    )))
-    .execute(&admin)
-    .await?;
     Ok(())
 }
