@@ -20,7 +20,9 @@ use oxigram_client::{
     sent_update,
 };
 use oxigram_proto::{
-    api::v1::{EditMessageRequest, GetDialogsRequest, GetHistoryRequest, SendMessageRequest},
+    api::v1::{
+        EditMessageRequest, GetDialogsRequest, GetHistoryRequest, SearchRequest, SendMessageRequest,
+    },
     types::v1::{Message, PtsUpdate, update},
 };
 
@@ -103,6 +105,23 @@ enum Command {
         with: String,
         #[arg(long, default_value_t = 20)]
         limit: i32,
+        #[arg(long, default_value_t = 0)]
+        offset_id: i64,
+    },
+    /// The user's messages containing a text (3 to 256 characters, any case), newest first:
+    /// in the dialog with one user, or in every dialog.
+    Search {
+        #[arg(long)]
+        q: String,
+        /// Only the dialog with this user (phone or id).
+        #[arg(long)]
+        with: Option<String>,
+        /// Only messages sent by this user (phone or id).
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: i32,
+        /// The next page: the key the previous page printed.
         #[arg(long, default_value_t = 0)]
         offset_id: i64,
     },
@@ -228,7 +247,54 @@ async fn main() -> anyhow::Result<()> {
                 println!("{}", show(m));
             }
         }
+        Command::Search {
+            q,
+            with,
+            from,
+            limit,
+            offset_id,
+        } => search(&path, q, with, from, limit, offset_id).await?,
         Command::Dialogs { limit } => dialogs(&path, limit).await?,
+    }
+    Ok(())
+}
+
+/// Prints one page of a search, and the key of the next page when there is one.
+async fn search(
+    path: &std::path::Path,
+    q: String,
+    with: Option<String>,
+    from: Option<String>,
+    limit: i32,
+    offset_id: i64,
+) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let peer_user_id = match with {
+        Some(with) => resolve(&c.client, &with).await?,
+        None => 0,
+    };
+    let from_user_id = match from {
+        Some(from) => resolve(&c.client, &from).await?,
+        None => 0,
+    };
+    let found = c
+        .client
+        .messages()
+        .search(SearchRequest {
+            peer_user_id,
+            q,
+            from_user_id,
+            offset_id,
+            limit,
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    for m in &found.messages {
+        println!("{}", show(m));
+    }
+    if found.next_offset_id != 0 {
+        println!("more: --offset-id {}", found.next_offset_id);
     }
     Ok(())
 }

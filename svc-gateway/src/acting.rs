@@ -37,6 +37,7 @@ acting! {
     messages::GetMessagesRequest { owner_id } = types::GetMessagesRequest;
     messages::BlockRequest { owner_id } = types::BlockRequest;
     messages::GetBlockedRequest { owner_id } = types::GetBlockedRequest;
+    messages::SearchRequest { owner_id } = types::SearchRequest;
     dialogs::GetDialogsRequest { owner_id } = types::GetDialogsRequest;
     dialogs::ReadHistoryRequest { owner_id, auth_key_id } = types::ReadHistoryRequest;
     dialogs::GetOutboxReadDateRequest { owner_id } = types::GetOutboxReadDateRequest;

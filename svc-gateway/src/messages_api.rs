@@ -7,10 +7,10 @@ use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
         AffectedMessages, BlockRequest, BlockResponse, Blocked, EditMessageRequest,
-        EditMessageResponse, GetBlockedRequest, GetHistoryRequest, GetMessagesRequest,
-        GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate, ReadHistoryRequest,
-        ReceivedMessagesRequest, ReceivedMessagesResponse, SendMessageRequest, SendMessageResponse,
-        messages_server::Messages,
+        EditMessageResponse, FoundMessages, GetBlockedRequest, GetHistoryRequest,
+        GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate,
+        ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse, SearchRequest,
+        SendMessageRequest, SendMessageResponse, messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -241,5 +241,24 @@ impl Messages for MessagesApi {
             .await
             .map_err(Error::from)?;
         Ok(Response::new(Blocked { users }))
+    }
+
+    async fn search(
+        &self,
+        request: Request<SearchRequest>,
+    ) -> Result<Response<FoundMessages>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        if request.peer_user_id != 0 {
+            self.0.check_peer(request.peer_user_id).await?;
+        }
+        let request = messages_svc::SearchRequest::acting(me, request);
+        let found = self.0.messages.clone().search(request).await;
+        let found = found.map_err(forward)?.into_inner();
+        let users = self.0.users_of(&found.messages, &[]).await?;
+        Ok(Response::new(FoundMessages {
+            messages: found.messages,
+            users,
+            next_offset_id: found.next_offset_id,
+        }))
     }
 }

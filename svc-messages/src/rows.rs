@@ -10,6 +10,8 @@ batch_row! {
     pub struct BodyRow {
         pub id: i64,
         pub sender_id: i64,
+        /// The user it was sent to (the sender herself in Saved Messages).
+        pub recipient_id: i64,
         pub text: String,
         /// Unix seconds.
         pub date: i64,
@@ -53,6 +55,7 @@ impl BodyRow {
         Self {
             id,
             sender_id,
+            recipient_id: request.peer_user_id,
             text: request.text.clone(),
             date,
             silent: request.silent,

@@ -5,7 +5,8 @@ use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
         BlockRequest, EditMessageRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SendMessageRequest, messages_server::Messages,
+        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
+        messages_server::Messages,
     },
     types::v1::{self as types, BlockResponse, EditMessageResponse, SendMessageResponse},
 };
@@ -20,7 +21,7 @@ use crate::{
     group_commit::GroupCommit,
     outbound::ToUpdates,
     send::NewMessage,
-    store::{self, HistoryWindow},
+    store::{self, HistoryWindow, SearchQuery},
 };
 
 /// Longest text, in Unicode code points.
@@ -35,6 +36,12 @@ pub const MAX_IDS: usize = 1000;
 pub const MAX_ADD_OFFSET: i32 = 100;
 /// Most blocked users one page returns.
 pub const MAX_BLOCKED_LIMIT: i32 = 100;
+/// Shortest search query, in Unicode code points: the trigram index looks up three.
+pub const MIN_SEARCH_CODE_POINTS: usize = 3;
+/// Longest search query, in Unicode code points.
+pub const MAX_SEARCH_CODE_POINTS: usize = 256;
+/// Most messages one search page returns.
+pub const MAX_SEARCH_LIMIT: i32 = 100;
 
 pub struct MessagesService {
     pool: PgPool,
@@ -286,6 +293,86 @@ impl Messages for MessagesService {
             .map_err(Error::from)?;
         Ok(Response::new(GetBlockedResponse { user_ids }))
     }
+
+    async fn search(
+        &self,
+        request: Request<SearchRequest>,
+    ) -> Result<Response<SearchResponse>, Status> {
+        let SearchRequest { owner_id, request } = request.into_inner();
+        let query = search_query(owner_id, request.unwrap_or_default())?;
+        let messages = store::search(&self.pool, &query)
+            .await
+            .map_err(Error::from)?;
+        // A full page may have more after it; a short one is the last.
+        let next_offset_id = match messages.last() {
+            Some(last) if messages.len() == query.limit as usize => last.id,
+            _ => 0,
+        };
+        Ok(Response::new(SearchResponse {
+            messages,
+            next_offset_id,
+        }))
+    }
+}
+
+/// Checks a search request: a query of 3..=256 characters once trimmed, non-negative ids and
+/// dates, limit 1..=100 (0 = 20).
+fn search_query(owner_id: i64, r: types::SearchRequest) -> Result<SearchQuery, Status> {
+    check_text("q", &r.q)?;
+    let text = r.q.trim();
+    let chars = text.chars().count();
+    if chars == 0 {
+        return Err(status(ErrorCode::SearchQueryEmpty, "the query has no text"));
+    }
+    if chars < MIN_SEARCH_CODE_POINTS {
+        return Err(status(
+            ErrorCode::SearchQueryTooShort,
+            "the query is shorter than 3 characters",
+        ));
+    }
+    if chars > MAX_SEARCH_CODE_POINTS {
+        return Err(status(
+            ErrorCode::SearchQueryTooLong,
+            "the query is longer than 256 characters",
+        ));
+    }
+    if r.peer_user_id < 0 {
+        return Err(status(
+            ErrorCode::PeerIdInvalid,
+            "peer_user_id must not be negative",
+        ));
+    }
+    if r.from_user_id < 0 {
+        return Err(status(
+            ErrorCode::UserIdInvalid,
+            "from_user_id must not be negative",
+        ));
+    }
+    if r.offset_id < 0 || r.min_date < 0 || r.max_date < 0 {
+        return Err(status(
+            ErrorCode::OffsetInvalid,
+            "offset_id and dates must not be negative",
+        ));
+    }
+    let limit = oxigram_errors::page_limit(r.limit, 20, MAX_SEARCH_LIMIT)?;
+    Ok(SearchQuery {
+        owner: owner_id,
+        peer: r.peer_user_id,
+        text: text.to_owned(),
+        min_date: r.min_date,
+        max_date: if r.max_date == 0 {
+            i64::MAX
+        } else {
+            r.max_date
+        },
+        from: r.from_user_id,
+        below_id: if r.offset_id == 0 {
+            i64::MAX
+        } else {
+            r.offset_id
+        },
+        limit,
+    })
 }
 
 /// Checks and clamps a history request: limit 1..=100 (0 = 20), add_offset to [-100, 100].
@@ -414,6 +501,126 @@ mod tests {
             Some("LIMIT_INVALID")
         );
         Ok(())
+    }
+
+    #[test]
+    fn search_requests_are_checked() {
+        let ok = types::SearchRequest {
+            q: "  hello ".into(),
+            ..Default::default()
+        };
+        let table: Vec<(types::SearchRequest, Option<&str>)> = vec![
+            (ok.clone(), None),
+            (
+                types::SearchRequest {
+                    q: "".into(),
+                    ..ok.clone()
+                },
+                Some("SEARCH_QUERY_EMPTY"),
+            ),
+            (
+                types::SearchRequest {
+                    q: " \t\n ".into(),
+                    ..ok.clone()
+                },
+                Some("SEARCH_QUERY_EMPTY"),
+            ),
+            (
+                types::SearchRequest {
+                    q: " ab ".into(),
+                    ..ok.clone()
+                },
+                Some("SEARCH_QUERY_TOO_SHORT"),
+            ),
+            (
+                types::SearchRequest {
+                    q: "é".repeat(256),
+                    ..ok.clone()
+                },
+                None,
+            ),
+            (
+                types::SearchRequest {
+                    q: "é".repeat(257),
+                    ..ok.clone()
+                },
+                Some("SEARCH_QUERY_TOO_LONG"),
+            ),
+            (
+                types::SearchRequest {
+                    q: "a\0bc".into(),
+                    ..ok.clone()
+                },
+                Some("INPUT_TEXT_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    peer_user_id: -1,
+                    ..ok.clone()
+                },
+                Some("PEER_ID_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    from_user_id: -1,
+                    ..ok.clone()
+                },
+                Some("USER_ID_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    offset_id: -1,
+                    ..ok.clone()
+                },
+                Some("OFFSET_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    min_date: -1,
+                    ..ok.clone()
+                },
+                Some("OFFSET_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    max_date: -1,
+                    ..ok.clone()
+                },
+                Some("OFFSET_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    limit: -1,
+                    ..ok.clone()
+                },
+                Some("LIMIT_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    limit: 101,
+                    ..ok.clone()
+                },
+                Some("LIMIT_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    limit: 100,
+                    ..ok.clone()
+                },
+                None,
+            ),
+        ];
+        for (request, expected) in table {
+            let got = search_query(1, request.clone())
+                .err()
+                .and_then(|s| oxigram_errors::code_of(&s));
+            assert_eq!(got.as_deref(), expected, "{request:?}");
+        }
+        let q = search_query(1, ok).ok();
+        let q = q
+            .as_ref()
+            .map(|q| (q.text.as_str(), q.limit, q.max_date, q.below_id));
+        assert_eq!(q, Some(("hello", 20, i64::MAX, i64::MAX)));
     }
 
     #[test]

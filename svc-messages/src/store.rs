@@ -138,3 +138,81 @@ pub async fn by_ids(pool: &PgPool, owner: i64, ids: &[i64]) -> Result<Vec<Messag
     rows.sort_unstable_by_key(|r| r.box_id);
     Ok(rows.into_iter().map(Message::from).collect())
 }
+
+/// A search of one owner's messages, checked at the boundary.
+pub struct SearchQuery {
+    pub owner: i64,
+    /// The dialog searched (0 = every dialog).
+    pub peer: i64,
+    /// The text to find, as the owner typed it (trimmed, 3 characters or more).
+    pub text: String,
+    /// Inclusive date bounds, Unix seconds.
+    pub min_date: i64,
+    pub max_date: i64,
+    /// Only messages of this sender (0 = anyone).
+    pub from: i64,
+    /// Seek key: box ids below it.
+    pub below_id: i64,
+    /// In 1..=100.
+    pub limit: i32,
+}
+
+/// The `ILIKE` pattern matching `text` anywhere, its own wildcards taken literally.
+pub fn contains_pattern(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// How many of the owner's newest boxes a search tests per message it may return, before it
+/// looks the text up in the index instead.
+pub const RECENT_BOXES_PER_RESULT: i64 = 100;
+
+/// The owner's messages whose current text contains `q.text`, ignoring case, newest first,
+/// in two steps of bounded cost. First the newest `RECENT_BOXES_PER_RESULT * limit` boxes are
+/// tested (sql/search_recent.sql): a text in more than about one message in a hundred fills
+/// the page there. Otherwise the text is rarer than that, and its bodies are looked up in
+/// index message_bodies_search (sql/search_indexed.sql), which answers the whole page,
+/// whatever the first step found. Each statement is planned for its own arguments (not a
+/// cached generic plan), so that a dialog's search walks message_boxes_history.
+pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<Vec<Message>, sqlx::Error> {
+    let pattern = contains_pattern(&q.text);
+    let limit = q.limit as i64;
+    let recent: Vec<MessageRow> = sqlx::query_as(include_str!("../sql/search_recent.sql"))
+        .persistent(false)
+        .bind(q.owner)
+        .bind(q.peer)
+        .bind(&pattern)
+        .bind(q.min_date)
+        .bind(q.max_date)
+        .bind(q.from)
+        .bind(q.below_id)
+        .bind(limit)
+        .bind(limit * RECENT_BOXES_PER_RESULT)
+        .fetch_all(pool)
+        .await?;
+    let rows = if recent.len() as i64 == limit {
+        recent
+    } else {
+        sqlx::query_as(include_str!("../sql/search_indexed.sql"))
+            .persistent(false)
+            .bind(q.owner)
+            .bind(q.peer)
+            .bind(&pattern)
+            .bind(q.min_date)
+            .bind(q.max_date)
+            .bind(q.from)
+            .bind(q.below_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+    };
+    Ok(rows.into_iter().map(Message::from).collect())
+}

@@ -1,6 +1,6 @@
 //! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
 //! events and outbox rows, replays, replies, blocks), the edit transaction, and the owner-view
-//! reads.
+//! reads, search included.
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
@@ -9,7 +9,7 @@ use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
     edit::{self, Edit, EditOutcome},
     send::{self, NewMessage, SendOutcome, Sent},
-    store::{self, HistoryWindow},
+    store::{self, HistoryWindow, SearchQuery},
 };
 
 const ANN: i64 = 1;
@@ -632,5 +632,248 @@ async fn refused_edits_change_nothing() -> anyhow::Result<()> {
     store::set_blocked(&db.pool, CAROL, ANN, false).await?;
     let got = edit_one(&db, &outbox, ANN, CAROL, 3, "hi, Carol").await?;
     assert_eq!(edit_kind(&got), "edited");
+    Ok(())
+}
+
+/// A search of Ann's messages for `text`, every filter open.
+fn search_of(text: &str) -> SearchQuery {
+    SearchQuery {
+        owner: ANN,
+        peer: 0,
+        text: text.into(),
+        min_date: 0,
+        max_date: i64::MAX,
+        from: 0,
+        below_id: i64::MAX,
+        limit: 100,
+    }
+}
+
+async fn found(db: &Migrated, q: &SearchQuery) -> anyhow::Result<Vec<i64>> {
+    Ok(store::search(&db.pool, q)
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect())
+}
+
+#[tokio::test]
+async fn search_matches_words_and_substrings_ignoring_case() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Ann's box ids 1..=6; Bob's 1..=4 (his dialog with Ann); Carol's 1..=2.
+    let batch = [
+        new(ANN, BOB, 1, "Hello Bob, lunch today?"),
+        new(BOB, ANN, 2, "HELLO ann! Lunch at noon"),
+        new(ANN, CAROL, 3, "hello carol"),
+        new(CAROL, ANN, 4, "Othello is on tonight"),
+        new(ANN, BOB, 5, "100% sure_thing"),
+        new(ANN, BOB, 6, "nothing to see"),
+    ];
+    send::send(&db.pool, &outbox, &batch).await?;
+    // A message of Bob's and Carol's dialog Ann is no part of.
+    send_one(&db, &outbox, new(BOB, CAROL, 7, "hello from bob to carol")).await?;
+
+    // (query, Ann's ids found, newest first)
+    let cases: [(&str, &[i64]); 8] = [
+        ("hello", &[4, 3, 2, 1]),
+        ("HeLLo", &[4, 3, 2, 1]),
+        ("lunch", &[2, 1]),
+        ("ello a", &[2]),
+        ("thell", &[4]),
+        ("0% s", &[5]),
+        // Wildcards are literal.
+        ("e_t", &[5]),
+        ("zebra", &[]),
+    ];
+    for (text, ids) in cases {
+        assert_eq!(found(&db, &search_of(text)).await?, ids, "query {text:?}");
+    }
+    // Bob's view: his own ids, never Ann's dialogs with others.
+    let bobs = SearchQuery {
+        owner: BOB,
+        ..search_of("hello")
+    };
+    let bobs = store::search(&db.pool, &bobs).await?;
+    assert_eq!(
+        bobs.iter()
+            .map(|m| (m.id, m.peer_user_id, m.out))
+            .collect::<Vec<_>>(),
+        [(5, CAROL, true), (2, ANN, true), (1, ANN, false)]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn search_filters_by_peer_date_and_sender() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let batch: Vec<NewMessage> = (1..=8)
+        .map(|n| {
+            let (from, to) = match n % 3 {
+                0 => (ANN, BOB),
+                1 => (BOB, ANN),
+                _ => (CAROL, ANN),
+            };
+            new(from, to, n, &format!("report {n}"))
+        })
+        .collect();
+    send::send(&db.pool, &outbox, &batch).await?;
+    // Ann's box n is dated 1000 * n.
+    sqlx::query("UPDATE message_boxes SET date = box_id * 1000 WHERE owner_id = $1")
+        .bind(ANN)
+        .execute(&db.pool)
+        .await?;
+
+    // Ann's ids: 1 Bob→, 2 Carol→, 3 →Bob, 4 Bob→, 5 Carol→, 6 →Bob, 7 Bob→, 8 Carol→.
+    let cases: [(SearchQuery, &[i64]); 7] = [
+        (search_of("report"), &[8, 7, 6, 5, 4, 3, 2, 1]),
+        (
+            SearchQuery {
+                peer: BOB,
+                ..search_of("report")
+            },
+            &[7, 6, 4, 3, 1],
+        ),
+        (
+            SearchQuery {
+                peer: CAROL,
+                ..search_of("report")
+            },
+            &[8, 5, 2],
+        ),
+        (
+            SearchQuery {
+                from: ANN,
+                ..search_of("report")
+            },
+            &[6, 3],
+        ),
+        (
+            SearchQuery {
+                peer: BOB,
+                from: BOB,
+                ..search_of("report")
+            },
+            &[7, 4, 1],
+        ),
+        (
+            SearchQuery {
+                min_date: 3000,
+                max_date: 5000,
+                ..search_of("report")
+            },
+            &[5, 4, 3],
+        ),
+        (
+            SearchQuery {
+                min_date: 7000,
+                ..search_of("report")
+            },
+            &[8, 7],
+        ),
+    ];
+    for (q, ids) in cases {
+        assert_eq!(
+            found(&db, &q).await?,
+            ids,
+            "peer {} from {} dates {}..={}",
+            q.peer,
+            q.from,
+            q.min_date,
+            q.max_date
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn search_pages_return_every_match_once_newest_first() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let batch: Vec<NewMessage> = (1..=25)
+        .map(|n| {
+            let text = if n % 5 == 0 { "other" } else { "the needle" };
+            new(ANN, BOB, n, &format!("{text} {n}"))
+        })
+        .collect();
+    send::send(&db.pool, &outbox, &batch).await?;
+
+    let mut all: Vec<i64> = Vec::new();
+    let mut below_id = i64::MAX;
+    loop {
+        let page = found(
+            &db,
+            &SearchQuery {
+                below_id,
+                limit: 7,
+                ..search_of("needle")
+            },
+        )
+        .await?;
+        all.extend(&page);
+        match page.last() {
+            Some(&last) if page.len() == 7 => below_id = last,
+            _ => break,
+        }
+    }
+    let expected: Vec<i64> = (1..=25).rev().filter(|n| n % 5 != 0).collect();
+    assert_eq!(all, expected);
+    Ok(())
+}
+
+#[tokio::test]
+async fn search_reads_the_current_text_and_skips_deleted_boxes() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send::send(
+        &db.pool,
+        &outbox,
+        &[
+            new(ANN, BOB, 1, "first draft"),
+            new(ANN, BOB, 2, "draft two"),
+        ],
+    )
+    .await?;
+    assert_eq!(found(&db, &search_of("draft")).await?, [2, 1]);
+    // An edit changes the shared body: both owners find the new text only.
+    sqlx::query("UPDATE message_bodies SET text = 'final version' WHERE text = 'first draft'")
+        .execute(&db.pool)
+        .await?;
+    assert_eq!(found(&db, &search_of("draft")).await?, [2]);
+    assert_eq!(found(&db, &search_of("final")).await?, [1]);
+    // A box deleted in Ann's view is gone from her search, not from Bob's.
+    sqlx::query("UPDATE message_boxes SET deleted = true WHERE owner_id = $1 AND box_id = 2")
+        .bind(ANN)
+        .execute(&db.pool)
+        .await?;
+    assert_eq!(found(&db, &search_of("draft")).await?, Vec::<i64>::new());
+    let bobs = SearchQuery {
+        owner: BOB,
+        ..search_of("draft")
+    };
+    assert_eq!(found(&db, &bobs).await?, [2]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn search_finds_a_match_older_than_the_newest_boxes_it_tests() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let n = 2 * store::RECENT_BOXES_PER_RESULT + 10;
+    let batch: Vec<NewMessage> = (1..=n)
+        .map(|i| {
+            let text = if i <= 2 { "the oldest needle" } else { "hay" };
+            new(ANN, BOB, i, &format!("{text} {i}"))
+        })
+        .collect();
+    send::send(&db.pool, &outbox, &batch).await?;
+    // One per page: the first step tests the newest 100 boxes and finds nothing; the index
+    // finds both, one page at a time.
+    let first = SearchQuery {
+        limit: 1,
+        ..search_of("NEEDLE")
+    };
+    assert_eq!(found(&db, &first).await?, [2]);
+    let second = SearchQuery {
+        below_id: 2,
+        ..first
+    };
+    assert_eq!(found(&db, &second).await?, [1]);
     Ok(())
 }

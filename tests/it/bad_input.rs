@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use oxigram_proto::api::v1::{
     CompleteUploadRequest, CreateAuthKeyRequest, ResolvePhoneRequest, SaveFilePartRequest,
-    SendCodeRequest, SignInRequest, SignUpRequest, auth_client::AuthClient,
+    SearchRequest, SendCodeRequest, SignInRequest, SignUpRequest, auth_client::AuthClient,
     media_client::MediaClient,
 };
 use oxigram_tests::{LOGIN_CODE, Mode, System, client::code};
@@ -349,6 +349,16 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
     bob.sign_up("15557002", "Bob").await?;
     let bob_id = bob.user_id()?;
     expect_nul_refused("text", alice.send(bob_id, 1, "hello\0Bob").await);
+    expect_nul_refused(
+        "search query",
+        alice
+            .messages()
+            .search(SearchRequest {
+                q: "hello\0Bob".into(),
+                ..Default::default()
+            })
+            .await,
+    );
     assert!(
         alice.history(bob_id).await?.is_empty(),
         "the history stays empty"

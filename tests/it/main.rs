@@ -13,5 +13,6 @@ mod message_edit;
 mod outbox_recovery;
 mod private_chat;
 mod schemas;
+mod search;
 mod trace;
 mod update_log;

@@ -58,6 +58,12 @@ pub enum ErrorCode {
     /// A text field holds U+0000 (NUL), which no text field accepts; the detail names the
     /// field. Postgres text cannot store NUL, so one rule refuses it everywhere alike.
     InputTextInvalid,
+    /// A search query that is empty or only whitespace.
+    SearchQueryEmpty,
+    /// A search query shorter than the text index can look up (3 characters).
+    SearchQueryTooShort,
+    /// A search query longer than 256 characters.
+    SearchQueryTooLong,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
     /// A dependency did not answer in time, or went away during the call (its process died,
@@ -103,6 +109,9 @@ impl ErrorCode {
             Self::FilePartMissing => "FILE_PART_MISSING",
             Self::InputRequestInvalid => "INPUT_REQUEST_INVALID",
             Self::InputTextInvalid => "INPUT_TEXT_INVALID",
+            Self::SearchQueryEmpty => "SEARCH_QUERY_EMPTY",
+            Self::SearchQueryTooShort => "SEARCH_QUERY_TOO_SHORT",
+            Self::SearchQueryTooLong => "SEARCH_QUERY_TOO_LONG",
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",

@@ -35,7 +35,7 @@ package!(
         GetDialogsRequest, GetDifferenceRequest, GetFileRequest, GetHistoryRequest,
         GetMessagesRequest, GetOutboxReadDateRequest, OutboxReadDate, ReadHistoryRequest,
         ReceivedMessagesRequest, ReceivedMessagesResponse, SaveFilePartRequest,
-        SaveFilePartResponse, SendMessageRequest, SendMessageResponse,
+        SaveFilePartResponse, SearchRequest, SendMessageRequest, SendMessageResponse,
     };
 );
 
