@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use anyhow::Context;
-use oxigram_client::{AuthKey, Client};
+use oxigram_client::{AuthKey, Client, State, Verdict};
+use oxigram_proto::types::v1::PtsUpdate;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -54,5 +55,25 @@ impl DeviceClient {
             },
         )?;
         Ok(Self { device, client })
+    }
+
+    /// The update state this device saved: its applied pts.
+    pub fn state(&self) -> State {
+        State {
+            pts: self.device.pts,
+            date: 0,
+        }
+    }
+
+    /// Applies the answer to one of this device's own calls when it continues the device's
+    /// state, and saves it; otherwise the next difference brings it.
+    pub fn apply_own(&mut self, path: &Path, update: Option<PtsUpdate>) -> anyhow::Result<()> {
+        if let Some(u) = update
+            && self.state().verdict(u.pts, u.pts_count) == Verdict::Apply
+        {
+            self.device.pts = u.pts;
+            self.device.save(path)?;
+        }
+        Ok(())
     }
 }

@@ -16,8 +16,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use device::{Device, DeviceClient};
 use oxigram_client::{
-    Client, Event, Sequencer, State, StreamOptions, UpdateStream, Verdict, edited_update,
-    sent_update,
+    Client, Event, Sequencer, StreamOptions, UpdateStream, edited_update, sent_update,
 };
 use oxigram_proto::{
     api::v1::{
@@ -322,18 +321,7 @@ async fn send(
         .await?;
     let m = sent.message.as_ref().context("no message in the answer")?;
     println!("sent {} (random_id {random_id}, pts {})", show(m), sent.pts);
-    // Otherwise the next difference brings it.
-    let state = State {
-        pts: c.device.pts,
-        date: 0,
-    };
-    if let Some(u) = sent_update(sent)
-        && state.verdict(u.pts, u.pts_count) == Verdict::Apply
-    {
-        c.device.pts = u.pts;
-        c.device.save(path)?;
-    }
-    Ok(())
+    c.apply_own(path, sent_update(sent))
 }
 
 /// Edits a message; applies the device's own update when it continues the device's state.
@@ -353,26 +341,13 @@ async fn edit(path: &std::path::Path, with: &str, id: i64, text: String) -> anyh
         .as_ref()
         .context("no message in the answer")?;
     println!("edited {} (pts {})", show(m), edited.pts);
-    let state = State {
-        pts: c.device.pts,
-        date: 0,
-    };
-    if let Some(u) = edited_update(edited)
-        && state.verdict(u.pts, u.pts_count) == Verdict::Apply
-    {
-        c.device.pts = u.pts;
-        c.device.save(path)?;
-    }
-    Ok(())
+    c.apply_own(path, edited_update(edited))
 }
 
 /// Fetches and applies everything after the device's pts.
 async fn difference(path: &std::path::Path) -> anyhow::Result<()> {
     let mut c = DeviceClient::open(path).await?;
-    let mut seq = Sequencer::new(State {
-        pts: c.device.pts,
-        date: 0,
-    });
+    let mut seq = Sequencer::new(c.state());
     let mut applied = 0usize;
     let outcome = c
         .client
@@ -431,10 +406,7 @@ async fn watch(
 ) -> anyhow::Result<()> {
     let mut c = DeviceClient::open(path).await?;
     let deadline = timeout.map(|s| tokio::time::Instant::now() + Duration::from_secs(s));
-    let state = State {
-        pts: c.device.pts,
-        date: 0,
-    };
+    let state = c.state();
     let options = StreamOptions {
         // A CLI has no reason to wait for a late push: the difference comes at once.
         gap_wait: Duration::ZERO,

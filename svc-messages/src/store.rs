@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use oxigram_proto::types::v1::Message;
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres, postgres::PgArguments, query::QueryAs};
 
 use crate::rows::MessageRow;
 
@@ -185,34 +185,35 @@ pub const RECENT_BOXES_PER_RESULT: i64 = 100;
 pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<Vec<Message>, sqlx::Error> {
     let pattern = contains_pattern(&q.text);
     let limit = q.limit as i64;
-    let recent: Vec<MessageRow> = sqlx::query_as(include_str!("../sql/search_recent.sql"))
-        .persistent(false)
-        .bind(q.owner)
-        .bind(q.peer)
-        .bind(&pattern)
-        .bind(q.min_date)
-        .bind(q.max_date)
-        .bind(q.from)
-        .bind(q.below_id)
-        .bind(limit)
+    let recent = search_step(include_str!("../sql/search_recent.sql"), q, &pattern)
         .bind(limit * RECENT_BOXES_PER_RESULT)
         .fetch_all(pool)
         .await?;
     let rows = if recent.len() as i64 == limit {
         recent
     } else {
-        sqlx::query_as(include_str!("../sql/search_indexed.sql"))
-            .persistent(false)
-            .bind(q.owner)
-            .bind(q.peer)
-            .bind(&pattern)
-            .bind(q.min_date)
-            .bind(q.max_date)
-            .bind(q.from)
-            .bind(q.below_id)
-            .bind(limit)
+        search_step(include_str!("../sql/search_indexed.sql"), q, &pattern)
             .fetch_all(pool)
             .await?
     };
     Ok(rows.into_iter().map(Message::from).collect())
+}
+
+/// One step of [`search`], its parameters bound up to `$8` (the page's size); planned for
+/// these arguments, not a cached generic plan.
+fn search_step<'q>(
+    sql: &'static str,
+    q: &'q SearchQuery,
+    pattern: &'q str,
+) -> QueryAs<'q, Postgres, MessageRow, PgArguments> {
+    sqlx::query_as(sql)
+        .persistent(false)
+        .bind(q.owner)
+        .bind(q.peer)
+        .bind(pattern)
+        .bind(q.min_date)
+        .bind(q.max_date)
+        .bind(q.from)
+        .bind(q.below_id)
+        .bind(q.limit as i64)
 }
