@@ -53,3 +53,57 @@ pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("oxig
 /// `CreateAuthKey`: `<auth_key_id>:<secret hex>`. Part of the client API's contract, so the
 /// gateway and every client name it from here.
 pub const AUTH_KEY_HEADER: &str = "x-oxigram-auth-key";
+
+/// Constructors and the one resolution rule of the peers a request names and an answer gives.
+mod peers {
+    use crate::types::v1::{InputPeer, InputPeerSelf, InputPeerUser, Peer, input_peer, peer};
+
+    impl InputPeer {
+        /// A user by id.
+        pub fn user(user_id: i64) -> Self {
+            Self {
+                kind: Some(input_peer::Kind::User(InputPeerUser { user_id })),
+            }
+        }
+
+        /// The caller herself (Saved Messages).
+        pub fn me() -> Self {
+            Self {
+                kind: Some(input_peer::Kind::Self_(InputPeerSelf {})),
+            }
+        }
+
+        /// The user this peer names for `owner_id`, or `None` when it names none (no kind, or
+        /// a user id that is not positive). The caller answers `None` with `PEER_ID_INVALID`.
+        pub fn resolve(&self, owner_id: i64) -> Option<i64> {
+            match self.kind.as_ref()? {
+                input_peer::Kind::Self_(_) => Some(owner_id),
+                input_peer::Kind::User(u) if u.user_id > 0 => Some(u.user_id),
+                input_peer::Kind::User(_) => None,
+            }
+        }
+    }
+
+    impl Peer {
+        /// A user's dialog.
+        pub fn user(user_id: i64) -> Self {
+            Self {
+                kind: Some(peer::Kind::UserId(user_id)),
+            }
+        }
+
+        /// The user this peer is, if it is one.
+        pub fn user_id(&self) -> Option<i64> {
+            match self.kind {
+                Some(peer::Kind::UserId(id)) => Some(id),
+                None => None,
+            }
+        }
+    }
+
+    /// Resolves an optional request peer (absent = invalid).
+    pub fn resolve(peer: Option<&InputPeer>, owner_id: i64) -> Option<i64> {
+        peer?.resolve(owner_id)
+    }
+}
+pub use peers::resolve as resolve_peer;
