@@ -94,10 +94,7 @@ mod peers {
 
         /// The user this peer is, if it is one.
         pub fn user_id(&self) -> Option<i64> {
-            match self.kind {
-                Some(peer::Kind::UserId(id)) => Some(id),
-                None => None,
-            }
+            self.kind.map(|peer::Kind::UserId(id)| id)
         }
     }
 
