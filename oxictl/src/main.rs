@@ -22,7 +22,7 @@ use oxigram_proto::{
     api::v1::{
         EditMessageRequest, GetDialogsRequest, GetHistoryRequest, SearchRequest, SendMessageRequest,
     },
-    types::v1::{Message, PtsUpdate, update},
+    types::v1::{InputPeer, Message, PtsUpdate, update},
 };
 
 #[derive(Parser)]
@@ -139,7 +139,10 @@ fn show(m: &Message) -> String {
     let dir = if m.out { "→" } else { "←" };
     format!(
         "#{} {dir} peer {} from {}: {}",
-        m.id, m.peer_user_id, m.from_user_id, m.text
+        m.id,
+        m.peer_user(),
+        m.from_user_id,
+        m.text
     )
 }
 
@@ -151,15 +154,16 @@ fn show_update(u: &PtsUpdate) -> String {
             None => "new message (deleted)".into(),
         },
         Some(update::Kind::ReadHistoryInbox(r)) => {
-            format!("read inbox of peer {} up to #{}", r.peer_user_id, r.max_id)
+            format!("read inbox of peer {} up to #{}", r.peer_user(), r.max_id)
         }
         Some(update::Kind::ReadHistoryOutbox(r)) => {
-            format!("peer {} read up to #{}", r.peer_user_id, r.max_id)
+            format!("peer {} read up to #{}", r.peer_user(), r.max_id)
         }
         Some(update::Kind::DeliveredOutbox(r)) => {
             format!(
                 "a device of peer {} stored up to #{}",
-                r.peer_user_id, r.max_id
+                r.peer_user(),
+                r.max_id
             )
         }
         Some(update::Kind::EditMessage(e)) => match &e.message {
@@ -236,7 +240,7 @@ async fn main() -> anyhow::Result<()> {
             let page = c
                 .client
                 .get_history(GetHistoryRequest {
-                    peer_user_id: peer,
+                    peer: Some(InputPeer::user(peer)),
                     offset_id,
                     limit,
                     ..Default::default()
@@ -268,9 +272,10 @@ async fn search(
     offset_id: i64,
 ) -> anyhow::Result<()> {
     let c = DeviceClient::open(path).await?;
-    let peer_user_id = match with {
-        Some(with) => resolve(&c.client, &with).await?,
-        None => 0,
+    // No peer searches every dialog.
+    let peer = match with {
+        Some(with) => Some(InputPeer::user(resolve(&c.client, &with).await?)),
+        None => None,
     };
     let from_user_id = match from {
         Some(from) => resolve(&c.client, &from).await?,
@@ -280,7 +285,7 @@ async fn search(
         .client
         .messages()
         .search(SearchRequest {
-            peer_user_id,
+            peer,
             q,
             from_user_id,
             offset_id,
@@ -312,7 +317,7 @@ async fn send(
     let sent = c
         .client
         .send_message(SendMessageRequest {
-            peer_user_id: peer,
+            peer: Some(InputPeer::user(peer)),
             random_id,
             text,
             reply_to_msg_id: reply_to,
@@ -331,7 +336,7 @@ async fn edit(path: &std::path::Path, with: &str, id: i64, text: String) -> anyh
     let edited = c
         .client
         .edit_message(EditMessageRequest {
-            peer_user_id: peer,
+            peer: Some(InputPeer::user(peer)),
             id,
             text,
         })
@@ -378,7 +383,7 @@ async fn dialogs(path: &std::path::Path, limit: i32) -> anyhow::Result<()> {
         let name = page
             .users
             .iter()
-            .find(|u| u.id == d.peer_user_id)
+            .find(|u| u.id == d.peer_user())
             .map_or("?".to_owned(), |u| u.first_name.clone());
         let top = page
             .messages
@@ -387,7 +392,7 @@ async fn dialogs(path: &std::path::Path, limit: i32) -> anyhow::Result<()> {
             .map_or(String::new(), |m| m.text.clone());
         println!(
             "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}",
-            d.peer_user_id,
+            d.peer_user(),
             d.top_message_id,
             d.unread_count,
             d.read_inbox_max_id,

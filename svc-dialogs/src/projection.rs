@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::types::v1::{
-    Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent, update,
+    Peer, Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent, update,
 };
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -101,7 +101,7 @@ pub async fn apply(
                     if let Some(m) = &new.message {
                         phases[phase].messages.push(Arrived {
                             owner,
-                            peer: m.peer_user_id,
+                            peer: m.peer_user(),
                             id: m.id,
                             date: m.date,
                             out: m.out,
@@ -243,7 +243,7 @@ async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<()
 /// the read's, so applying the read again writes it again harmlessly (svc-updates logs an
 /// event id once).
 async fn apply_read(tx: &mut PgConnection, r: ReadInbox) -> Result<Option<NewRow>, sqlx::Error> {
-    let (owner, peer) = (r.owner, r.read.peer_user_id);
+    let (owner, peer) = (r.owner, r.read.peer_user());
     // Primary key of dialogs; dialog_incoming's for the peer's ids of the messages read.
     let peer_max: Option<Option<i64>> = sqlx::query_scalar(include_str!("../sql/apply_read.sql"))
         .bind(owner)
@@ -265,7 +265,7 @@ async fn apply_read(tx: &mut PgConnection, r: ReadInbox) -> Result<Option<NewRow
         date: r.date,
         update: Some(Update {
             kind: Some(update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
-                peer_user_id: owner,
+                peer: Some(Peer::user(owner)),
                 max_id: peer_max,
             })),
         }),
@@ -299,14 +299,14 @@ async fn read_outbox(
 async fn apply_receipt(tx: &mut PgConnection, e: UserEvent) -> Result<(), sqlx::Error> {
     match e.update.and_then(|u| u.kind) {
         Some(update::Kind::ReadHistoryOutbox(read)) => {
-            read_outbox(tx, e.user_id, read.peer_user_id, read.max_id, e.date).await?;
+            read_outbox(tx, e.user_id, read.peer_user(), read.max_id, e.date).await?;
         }
         Some(update::Kind::DeliveredOutbox(delivered)) => {
             advance(
                 tx,
                 Watermark::DeliveredOutbox,
                 e.user_id,
-                delivered.peer_user_id,
+                delivered.peer_user(),
                 delivered.max_id,
             )
             .await?;

@@ -8,7 +8,8 @@ use oxigram_proto::{
         GetOutboxReadDateRequest, ReadHistoryRequest, ReceivedMessagesRequest,
         dialogs_server::Dialogs,
     },
-    types::v1::{AffectedMessages, OutboxReadDate, ReceivedMessagesResponse},
+    require_peer,
+    types::v1::{AffectedMessages, OutboxReadDate, Peer, ReceivedMessagesResponse},
 };
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
@@ -93,7 +94,10 @@ impl Dialogs for DialogsService {
         let GetDialogsRequest { owner_id, request } = request.into_inner();
         let r = request.unwrap_or_default();
         let limit = oxigram_errors::page_limit(r.limit, 20, MAX_DIALOGS_LIMIT)?;
-        if r.offset_date < 0 || r.offset_id < 0 || r.offset_peer_user_id < 0 {
+        // The seek key's peer as the previous page gave it; none is 0, which continues after
+        // every dialog of that top message date and id.
+        let offset_peer = r.offset_peer.as_ref().and_then(Peer::user_id).unwrap_or(0);
+        if r.offset_date < 0 || r.offset_id < 0 || offset_peer < 0 {
             return Err(status(
                 ErrorCode::OffsetInvalid,
                 "offsets must not be negative",
@@ -102,7 +106,7 @@ impl Dialogs for DialogsService {
         let after = if r.offset_date == 0 {
             (i64::MAX, i64::MAX, i64::MAX)
         } else {
-            (r.offset_date, r.offset_id, r.offset_peer_user_id)
+            (r.offset_date, r.offset_id, offset_peer)
         };
         let dialogs = store::page(&self.pool, owner_id, after, limit)
             .await
@@ -120,13 +124,14 @@ impl Dialogs for DialogsService {
             request,
         } = request.into_inner();
         let r = request.unwrap_or_default();
+        let peer = require_peer(r.peer.as_ref(), owner_id)?;
         check_max_id(r.max_id)?;
         let read = read::read_history(
             &self.pool,
             &self.outbox,
             &self.to_updates,
             owner_id,
-            r.peer_user_id,
+            peer,
             r.max_id,
             auth_key_id,
         )
@@ -146,7 +151,8 @@ impl Dialogs for DialogsService {
     ) -> Result<Response<OutboxReadDate>, Status> {
         let GetOutboxReadDateRequest { owner_id, request } = request.into_inner();
         let r = request.unwrap_or_default();
-        let date = store::outbox_read_date(&self.pool, owner_id, r.peer_user_id, r.msg_id)
+        let peer = require_peer(r.peer.as_ref(), owner_id)?;
+        let date = store::outbox_read_date(&self.pool, owner_id, peer, r.msg_id)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| status(ErrorCode::MessageNotReadYet, "the peer has not read it yet"))?;

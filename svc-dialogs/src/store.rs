@@ -2,7 +2,7 @@
 //! more than a line are in `sql/`.
 
 use oxigram_outbox::Outbox;
-use oxigram_proto::types::v1::{Dialog, Update, UpdateDeliveredOutbox, UserEvent, update};
+use oxigram_proto::types::v1::{Dialog, Peer, Update, UpdateDeliveredOutbox, UserEvent, update};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -26,7 +26,7 @@ struct DialogRow {
 impl From<DialogRow> for Dialog {
     fn from(r: DialogRow) -> Self {
         Dialog {
-            peer_user_id: r.peer_user_id,
+            peer: Some(Peer::user(r.peer_user_id)),
             top_message_id: r.top_message_id,
             top_message_date: r.top_message_date,
             read_inbox_max_id: r.read_inbox_max_id,
@@ -230,7 +230,7 @@ pub async fn received(
                 events.push(event(
                     peer,
                     update::Kind::DeliveredOutbox(UpdateDeliveredOutbox {
-                        peer_user_id: owner,
+                        peer: Some(Peer::user(owner)),
                         max_id: peer_max,
                     }),
                     0,

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    Message, Update, UpdateDeliveredOutbox, UpdateNewMessage, UpdateReadHistoryInbox,
+    Message, Peer, Update, UpdateDeliveredOutbox, UpdateNewMessage, UpdateReadHistoryInbox,
     UpdateReadHistoryOutbox, UserEvent, update,
 };
 use oxigram_testkit::store::{self, Migrated};
@@ -68,7 +68,7 @@ fn message(
             update::Kind::NewMessage(UpdateNewMessage {
                 message: Some(Message {
                     id,
-                    peer_user_id: peer,
+                    peer_id: Some(Peer::user(peer)),
                     from_user_id: if out { owner } else { peer },
                     out,
                     date,
@@ -85,7 +85,7 @@ fn read_inbox(owner: i64, pts: i32, peer: i64, max_id: i64, still_unread: i32) -
         owner,
         pts,
         update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
-            peer_user_id: peer,
+            peer: Some(Peer::user(peer)),
             max_id,
             still_unread_count: still_unread,
         }),
@@ -97,7 +97,7 @@ fn read_outbox(owner: i64, pts: i32, peer: i64, max_id: i64) -> UserEvent {
         owner,
         pts,
         update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
-            peer_user_id: peer,
+            peer: Some(Peer::user(peer)),
             max_id,
         }),
     )
@@ -108,7 +108,7 @@ fn delivered(owner: i64, pts: i32, peer: i64, max_id: i64) -> UserEvent {
         owner,
         pts,
         update::Kind::DeliveredOutbox(UpdateDeliveredOutbox {
-            peer_user_id: peer,
+            peer: Some(Peer::user(peer)),
             max_id,
         }),
     )
@@ -121,7 +121,7 @@ async fn tops(db: &Db, owner: i64) -> anyhow::Result<Vec<(i64, i64, i64, i32)>> 
         .into_iter()
         .map(|d| {
             (
-                d.peer_user_id,
+                d.peer_user(),
                 d.top_message_id,
                 d.top_message_date,
                 d.unread_count,
@@ -225,7 +225,7 @@ async fn a_read_moves_the_watermark_and_tells_the_sender_in_her_ids() -> anyhow:
     assert_eq!(
         told.update.and_then(|u| u.kind),
         Some(update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
-            peer_user_id: 1,
+            peer: Some(Peer::user(1)),
             max_id: 22,
         }))
     );
@@ -294,12 +294,8 @@ async fn pages_seek_newest_first_by_date_id_and_peer() -> anyhow::Result<()> {
         let page = dialogs::page(pool, 1, after, 2).await?;
         assert!(page.len() <= 2);
         let Some(last) = page.last() else { break };
-        after = (
-            last.top_message_date,
-            last.top_message_id,
-            last.peer_user_id,
-        );
-        seen.extend(page.iter().map(|d| d.peer_user_id));
+        after = (last.top_message_date, last.top_message_id, last.peer_user());
+        seen.extend(page.iter().map(|d| d.peer_user()));
     }
     assert_eq!(seen, vec![14, 13, 12, 11, 10]);
     // Another owner sees none of them.
@@ -380,7 +376,7 @@ async fn delivered_receipts_are_kept_per_device_and_told_to_senders_once() -> an
             .unwrap_or_default()
             .into_iter()
             .map(|e| match e.update.and_then(|u| u.kind) {
-                Some(update::Kind::DeliveredOutbox(d)) if d.peer_user_id == 1 => {
+                Some(update::Kind::DeliveredOutbox(d)) if d.peer_user() == 1 => {
                     Ok((e.user_id, d.max_id))
                 }
                 other => anyhow::bail!("not a receipt from 1: {other:?}"),

@@ -28,7 +28,7 @@ impl Dialogs for DialogsApi {
             ids: dialogs.iter().map(|d| d.top_message_id).collect(),
         };
         let messages = self.0.messages_by_ids(me.user_id, top_ids).await?;
-        let peers: Vec<i64> = dialogs.iter().map(|d| d.peer_user_id).collect();
+        let peers: Vec<i64> = dialogs.iter().map(|d| d.peer_user()).collect();
         let users = self.0.users_of(&messages, &peers).await?;
         Ok(Response::new(DialogsSlice {
             dialogs,

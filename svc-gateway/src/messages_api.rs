@@ -14,7 +14,8 @@ use oxigram_proto::{
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
-    types::v1::{Message, User},
+    require_peer,
+    types::v1::{InputPeer, Message, User},
     updates::v1 as updates_svc,
 };
 use tonic::{Request, Response, Status};
@@ -31,7 +32,7 @@ impl Gateway {
     pub async fn users_of(&self, messages: &[Message], also: &[i64]) -> Result<Vec<User>, Status> {
         let mut ids: Vec<i64> = messages
             .iter()
-            .flat_map(|m| [m.from_user_id, m.peer_user_id])
+            .flat_map(|m| [m.from_user_id, m.peer_user()])
             .chain(also.iter().copied())
             .collect();
         ids.sort_unstable();
@@ -74,6 +75,14 @@ impl Gateway {
         }
         Err(Error::new(ErrorCode::PeerIdInvalid, "no such user").into())
     }
+
+    /// The user a request's peer names for the caller `me`, when she exists; else
+    /// `PEER_ID_INVALID`.
+    pub async fn existing_peer(&self, me: i64, peer: Option<&InputPeer>) -> Result<i64, Status> {
+        let peer = require_peer(peer, me)?;
+        self.check_peer(peer).await?;
+        Ok(peer)
+    }
 }
 
 #[tonic::async_trait]
@@ -83,7 +92,9 @@ impl Messages for MessagesApi {
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        self.0.check_peer(request.peer_user_id).await?;
+        self.0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
         if let Err(wait) = self.0.send_limiter.check(me.user_id).await {
             return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
         }
@@ -97,7 +108,9 @@ impl Messages for MessagesApi {
         request: Request<EditMessageRequest>,
     ) -> Result<Response<EditMessageResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        self.0.check_peer(request.peer_user_id).await?;
+        self.0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
         let request = messages_svc::EditMessageRequest::acting(me, request);
         let edited = self.0.messages.clone().edit_message(request).await;
         edited.map_err(forward)
@@ -108,8 +121,10 @@ impl Messages for MessagesApi {
         request: Request<GetHistoryRequest>,
     ) -> Result<Response<MessagesSlice>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let peer = request.peer_user_id;
-        self.0.check_peer(peer).await?;
+        let peer = self
+            .0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
         let request = messages_svc::GetHistoryRequest::acting(me, request);
         let history = self.0.messages.clone().get_history(request).await;
         let messages = history.map_err(forward)?.into_inner().messages;
@@ -139,7 +154,9 @@ impl Messages for MessagesApi {
         request: Request<ReadHistoryRequest>,
     ) -> Result<Response<AffectedMessages>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        self.0.check_peer(request.peer_user_id).await?;
+        self.0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
         // svc-dialogs counts the unread messages as of the reader's update log and logs the
         // read right after what it counted.
         let request = dialogs_svc::ReadHistoryRequest::acting(me, request);
@@ -170,15 +187,13 @@ impl Messages for MessagesApi {
         request: Request<GetOutboxReadDateRequest>,
     ) -> Result<Response<OutboxReadDate>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        let peer = require_peer(request.peer.as_ref(), me.user_id)?;
         // Only our own outgoing message of this dialog has a read date.
         let ids = GetMessagesRequest {
             ids: vec![request.msg_id],
         };
         let mine = self.0.messages_by_ids(me.user_id, ids).await?;
-        if !mine
-            .iter()
-            .any(|m| m.out && m.peer_user_id == request.peer_user_id)
-        {
+        if !mine.iter().any(|m| m.out && m.peer_user() == peer) {
             return Err(Error::new(
                 ErrorCode::MessageIdInvalid,
                 "not an outgoing message of this chat",
@@ -248,8 +263,9 @@ impl Messages for MessagesApi {
         request: Request<SearchRequest>,
     ) -> Result<Response<FoundMessages>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        if request.peer_user_id != 0 {
-            self.0.check_peer(request.peer_user_id).await?;
+        // No peer searches every dialog.
+        if let Some(peer) = &request.peer {
+            self.0.existing_peer(me.user_id, Some(peer)).await?;
         }
         let request = messages_svc::SearchRequest::acting(me, request);
         let found = self.0.messages.clone().search(request).await;

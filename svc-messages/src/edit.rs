@@ -21,6 +21,8 @@ use crate::{
 /// An edit that passed validation.
 pub struct Edit {
     pub owner_id: i64,
+    /// The user of the dialog, as the request's peer resolved (the editor in Saved Messages).
+    pub peer_id: i64,
     /// The editor's device, which has the result already and gets no push.
     pub auth_key_id: i64,
     pub request: EditMessageRequest,
@@ -69,7 +71,7 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
         .bind(r.id)
         .fetch_optional(&mut *tx)
         .await?;
-    let Some(locked) = locked.filter(|l| l.peer_user_id == r.peer_user_id) else {
+    let Some(locked) = locked.filter(|l| l.peer_user_id == edit.peer_id) else {
         return Ok(EditOutcome::IdInvalid);
     };
     if locked.sender_id != edit.owner_id {
@@ -85,8 +87,8 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     static BOXES: LazyLock<String> =
         LazyLock::new(|| messages_of(include_str!("../sql/edit_boxes.sql")));
     let mut owners = vec![edit.owner_id];
-    if r.peer_user_id != edit.owner_id {
-        owners.push(r.peer_user_id);
+    if edit.peer_id != edit.owner_id {
+        owners.push(edit.peer_id);
     }
     let boxes: Vec<MessageRow> = sqlx::query_as(BOXES.as_str())
         .bind(&owners)

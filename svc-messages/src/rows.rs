@@ -2,7 +2,7 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::types::v1::{Message, SendMessageRequest};
+use oxigram_proto::types::v1::{Message, Peer, SendMessageRequest};
 use oxigram_storage::batch_row;
 
 batch_row! {
@@ -40,7 +40,7 @@ impl BoxRow {
         Self {
             owner_id,
             box_id: view.id,
-            peer_user_id: view.peer_user_id,
+            peer_user_id: view.peer_user(),
             body_id,
             out: view.out,
             reply_to_box_id: view.reply_to_msg_id,
@@ -50,12 +50,18 @@ impl BoxRow {
 }
 
 impl BodyRow {
-    /// The body of a new message `id`, sent now (`date`).
-    pub fn new(id: i64, sender_id: i64, request: &SendMessageRequest, date: i64) -> Self {
+    /// The body of a new message `id` to `recipient_id`, sent now (`date`).
+    pub fn new(
+        id: i64,
+        sender_id: i64,
+        recipient_id: i64,
+        request: &SendMessageRequest,
+        date: i64,
+    ) -> Self {
         Self {
             id,
             sender_id,
-            recipient_id: request.peer_user_id,
+            recipient_id,
             text: request.text.clone(),
             date,
             silent: request.silent,
@@ -75,7 +81,7 @@ impl BodyRow {
         let out = owner_id == self.sender_id;
         Message {
             id: box_id,
-            peer_user_id: if out { recipient_id } else { self.sender_id },
+            peer_id: Some(Peer::user(if out { recipient_id } else { self.sender_id })),
             from_user_id: self.sender_id,
             out,
             date: self.date,
@@ -109,7 +115,7 @@ impl From<MessageRow> for Message {
     fn from(r: MessageRow) -> Self {
         Message {
             id: r.box_id,
-            peer_user_id: r.peer_user_id,
+            peer_id: Some(Peer::user(r.peer_user_id)),
             from_user_id: r.sender_id,
             out: r.out,
             date: r.date,

@@ -34,6 +34,8 @@ use crate::{
 /// A send that passed validation.
 pub struct NewMessage {
     pub sender_id: i64,
+    /// The user it is sent to, as the request's peer resolved (the sender in Saved Messages).
+    pub peer_id: i64,
     /// The sender's device, which has the result already and gets no push.
     pub auth_key_id: i64,
     /// The client's request as the service checked it.
@@ -207,7 +209,7 @@ async fn send_distinct(
                     Reply::Found { recipient_box_id } => recipient_box_id,
                     Reply::None | Reply::Invalid => 0,
                 };
-                let body = BodyRow::new(body_id, m.sender_id, &m.request, now);
+                let body = BodyRow::new(body_id, m.sender_id, m.peer_id, &m.request, now);
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
                     .map(|&(owner, box_id)| {
@@ -215,10 +217,7 @@ async fn send_distinct(
                             true => m.request.reply_to_msg_id,
                             false => recipient_reply,
                         };
-                        (
-                            owner,
-                            body.view(owner, box_id, m.request.peer_user_id, reply),
-                        )
+                        (owner, body.view(owner, box_id, m.peer_id, reply))
                     })
                     .collect();
                 boxes.extend(views.iter().map(|(o, v)| BoxRow::of(v, *o, body_id)));
@@ -293,7 +292,7 @@ async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Rep
         .iter()
         .map(|&i| ReplyInput {
             sender_id: sends[i].sender_id,
-            peer_user_id: sends[i].request.peer_user_id,
+            peer_user_id: sends[i].peer_id,
             reply_to_box_id: sends[i].request.reply_to_msg_id,
         })
         .collect();
@@ -333,7 +332,7 @@ async fn claim(
             sender_id: m.sender_id,
             random_id: m.request.random_id,
             request_hash: m.request_hash.clone(),
-            peer_user_id: m.request.peer_user_id,
+            peer_user_id: m.peer_id,
             reply_valid: *reply != Reply::Invalid,
         })
         .collect();
@@ -417,7 +416,7 @@ async fn replays(
         .zip(&replayed)
         .filter_map(|(m, body)| body.map(|body_id| (m, body_id)))
         .flat_map(|(m, body_id)| {
-            [m.sender_id, m.request.peer_user_id]
+            [m.sender_id, m.peer_id]
                 .into_iter()
                 .map(move |owner_id| BodyOf { owner_id, body_id })
         })
@@ -443,9 +442,9 @@ async fn replays(
                 return Ok(SendOutcome::KeyReused);
             };
             let mine = box_of(m.sender_id, body_id).ok_or(sqlx::Error::RowNotFound)?;
-            let peer_box = match m.request.peer_user_id == m.sender_id {
+            let peer_box = match m.peer_id == m.sender_id {
                 true => 0,
-                false => box_of(m.request.peer_user_id, body_id).map_or(0, |r| r.box_id),
+                false => box_of(m.peer_id, body_id).map_or(0, |r| r.box_id),
             };
             let message = Message::from(MessageRow {
                 text: mine.text.clone(),

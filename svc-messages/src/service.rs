@@ -8,6 +8,7 @@ use oxigram_proto::{
         GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
         messages_server::Messages,
     },
+    require_peer,
     types::v1::{self as types, BlockResponse, EditMessageResponse, SendMessageResponse},
 };
 use sha2::{Digest, Sha256};
@@ -62,29 +63,26 @@ impl MessagesService {
     }
 }
 
-/// What makes two sends "the same request" for the idempotency key.
-fn request_hash(r: &types::SendMessageRequest) -> Vec<u8> {
+/// What makes two sends "the same request" for the idempotency key: the peer as resolved, so
+/// `self` and the sender's own id are one peer.
+fn request_hash(peer_id: i64, r: &types::SendMessageRequest) -> Vec<u8> {
     let mut h = Sha256::new();
-    h.update(r.peer_user_id.to_le_bytes());
+    h.update(peer_id.to_le_bytes());
     h.update(r.reply_to_msg_id.to_le_bytes());
     h.update([u8::from(r.silent), u8::from(r.noforwards)]);
     h.update(r.text.as_bytes());
     h.finalize().to_vec()
 }
 
-fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status> {
+/// Checks a send; the user it goes to.
+fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<i64, Status> {
     if sender_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
             "sender_id must be positive",
         ));
     }
-    if r.peer_user_id <= 0 {
-        return Err(status(
-            ErrorCode::PeerIdInvalid,
-            "peer_user_id must be positive",
-        ));
-    }
+    let peer_id = require_peer(r.peer.as_ref(), sender_id)?;
     if r.random_id == 0 {
         return Err(status(
             ErrorCode::RandomIdInvalid,
@@ -98,7 +96,7 @@ fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status>
             "reply_to_msg_id must not be negative",
         ));
     }
-    Ok(())
+    Ok(peer_id)
 }
 
 /// A message's text, sent or edited: no NUL, not only whitespace, at most 4096 code points.
@@ -116,23 +114,20 @@ fn check_message_text(text: &str) -> Result<(), Status> {
     Ok(())
 }
 
-fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<(), Status> {
+/// Checks an edit; the user of its dialog.
+fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<i64, Status> {
     if owner_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
             "owner_id must be positive",
         ));
     }
-    if r.peer_user_id <= 0 {
-        return Err(status(
-            ErrorCode::PeerIdInvalid,
-            "peer_user_id must be positive",
-        ));
-    }
+    let peer_id = require_peer(r.peer.as_ref(), owner_id)?;
     if r.id <= 0 {
         return Err(status(ErrorCode::MessageIdInvalid, "id must be positive"));
     }
-    check_message_text(&r.text)
+    check_message_text(&r.text)?;
+    Ok(peer_id)
 }
 
 #[tonic::async_trait]
@@ -147,11 +142,12 @@ impl Messages for MessagesService {
             request,
         } = request.into_inner();
         let r = request.unwrap_or_default();
-        validate(sender_id, &r)?;
+        let peer_id = validate(sender_id, &r)?;
         let new = NewMessage {
             sender_id,
+            peer_id,
             auth_key_id,
-            request_hash: request_hash(&r),
+            request_hash: request_hash(peer_id, &r),
             request: r,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
@@ -168,9 +164,10 @@ impl Messages for MessagesService {
             request,
         } = request.into_inner();
         let r = request.unwrap_or_default();
-        validate_edit(owner_id, &r)?;
+        let peer_id = validate_edit(owner_id, &r)?;
         let edit = Edit {
             owner_id,
+            peer_id,
             auth_key_id,
             request: r,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
@@ -336,12 +333,11 @@ fn search_query(owner_id: i64, r: types::SearchRequest) -> Result<SearchQuery, S
             "the query is longer than 256 characters",
         ));
     }
-    if r.peer_user_id < 0 {
-        return Err(status(
-            ErrorCode::PeerIdInvalid,
-            "peer_user_id must not be negative",
-        ));
-    }
+    // No peer searches every dialog; a peer names one as everywhere else.
+    let peer = match &r.peer {
+        None => 0,
+        Some(peer) => require_peer(Some(peer), owner_id)?,
+    };
     if r.from_user_id < 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
@@ -357,7 +353,7 @@ fn search_query(owner_id: i64, r: types::SearchRequest) -> Result<SearchQuery, S
     let limit = oxigram_errors::page_limit(r.limit, 20, MAX_SEARCH_LIMIT)?;
     Ok(SearchQuery {
         owner: owner_id,
-        peer: r.peer_user_id,
+        peer,
         text: text.to_owned(),
         min_date: r.min_date,
         max_date: if r.max_date == 0 {
@@ -389,13 +385,14 @@ fn history_window(owner_id: i64, r: &types::GetHistoryRequest) -> Result<History
             "offsets and bounds must not be negative",
         ));
     }
+    let peer = require_peer(r.peer.as_ref(), owner_id)?;
     let limit = match r.limit {
         0 => 20,
         l => l.min(MAX_HISTORY_LIMIT),
     };
     Ok(HistoryWindow {
         owner: owner_id,
-        peer: r.peer_user_id,
+        peer,
         offset_id: r.offset_id,
         offset_date: r.offset_date,
         add_offset: r.add_offset.clamp(-MAX_ADD_OFFSET, MAX_ADD_OFFSET),
@@ -411,14 +408,14 @@ mod tests {
 
     fn send(text: &str) -> types::SendMessageRequest {
         types::SendMessageRequest {
-            peer_user_id: 2,
+            peer: Some(types::InputPeer::user(2)),
             random_id: 7,
             text: text.into(),
             ..Default::default()
         }
     }
 
-    fn code(r: Result<(), Status>) -> Option<String> {
+    fn code<T>(r: Result<T, Status>) -> Option<String> {
         r.err().and_then(|s| oxigram_errors::code_of(&s))
     }
 
@@ -441,7 +438,7 @@ mod tests {
             );
         }
         let mut bad_peer = send("hi");
-        bad_peer.peer_user_id = 0;
+        bad_peer.peer = Some(types::InputPeer::user(0));
         assert_eq!(
             code(validate(1, &bad_peer)).as_deref(),
             Some("PEER_ID_INVALID")
@@ -454,7 +451,7 @@ mod tests {
             code(validate_edit(
                 owner,
                 &types::EditMessageRequest {
-                    peer_user_id: peer,
+                    peer: Some(types::InputPeer::user(peer)),
                     id,
                     text: text.into(),
                 },
@@ -476,24 +473,22 @@ mod tests {
 
     #[test]
     fn history_requests_are_clamped() -> Result<(), Status> {
+        let with = types::GetHistoryRequest {
+            peer: Some(types::InputPeer::user(2)),
+            ..Default::default()
+        };
         let w = history_window(
             1,
             &types::GetHistoryRequest {
                 limit: 500,
                 add_offset: -1000,
-                ..Default::default()
+                ..with
             },
         )?;
         assert_eq!((w.limit, w.add_offset), (100, -100));
-        let w = history_window(1, &types::GetHistoryRequest::default())?;
-        assert_eq!((w.limit, w.add_offset), (20, 0));
-        let bad = history_window(
-            1,
-            &types::GetHistoryRequest {
-                limit: -1,
-                ..Default::default()
-            },
-        );
+        let w = history_window(1, &with)?;
+        assert_eq!((w.limit, w.add_offset, w.peer), (20, 0, 2));
+        let bad = history_window(1, &types::GetHistoryRequest { limit: -1, ..with });
         assert_eq!(
             bad.err()
                 .and_then(|s| oxigram_errors::code_of(&s))
@@ -555,10 +550,24 @@ mod tests {
             ),
             (
                 types::SearchRequest {
-                    peer_user_id: -1,
+                    peer: Some(types::InputPeer::user(-1)),
                     ..ok.clone()
                 },
                 Some("PEER_ID_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    peer: Some(types::InputPeer::default()),
+                    ..ok.clone()
+                },
+                Some("PEER_ID_INVALID"),
+            ),
+            (
+                types::SearchRequest {
+                    peer: Some(types::InputPeer::me()),
+                    ..ok.clone()
+                },
+                None,
             ),
             (
                 types::SearchRequest {
@@ -625,7 +634,8 @@ mod tests {
 
     #[test]
     fn the_same_request_hashes_alike() {
-        assert_eq!(request_hash(&send("a")), request_hash(&send("a")));
-        assert_ne!(request_hash(&send("a")), request_hash(&send("b")));
+        assert_eq!(request_hash(2, &send("a")), request_hash(2, &send("a")));
+        assert_ne!(request_hash(2, &send("a")), request_hash(2, &send("b")));
+        assert_ne!(request_hash(2, &send("a")), request_hash(3, &send("a")));
     }
 }

@@ -4,7 +4,9 @@
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
-use oxigram_proto::types::v1::{EditMessageRequest, Message, SendMessageRequest, update};
+use oxigram_proto::types::v1::{
+    EditMessageRequest, InputPeer, Message, SendMessageRequest, update,
+};
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
     edit::{self, Edit, EditOutcome},
@@ -39,9 +41,10 @@ fn new(sender_id: i64, peer_user_id: i64, random_id: i64, text: &str) -> NewMess
 fn replying(sender: i64, peer: i64, random_id: i64, text: &str, reply_to: i64) -> NewMessage {
     NewMessage {
         sender_id: sender,
+        peer_id: peer,
         auth_key_id: 7,
         request: SendMessageRequest {
-            peer_user_id: peer,
+            peer: Some(InputPeer::user(peer)),
             random_id,
             text: text.into(),
             reply_to_msg_id: reply_to,
@@ -108,7 +111,7 @@ async fn a_batch_gives_each_owner_her_own_box_ids_views_and_events() -> anyhow::
     let bob_sees: Vec<(i64, bool, i64)> = by_ids(&db, BOB, &[1, 2, 3])
         .await?
         .iter()
-        .map(|m| (m.id, m.out, m.peer_user_id))
+        .map(|m| (m.id, m.out, m.peer_user()))
         .collect();
     assert_eq!(bob_sees, [(1, false, ANN), (2, true, ANN), (3, false, ANN)]);
 
@@ -133,7 +136,7 @@ async fn a_batch_gives_each_owner_her_own_box_ids_views_and_events() -> anyhow::
     );
     let note = &all[2].message;
     assert_eq!(
-        (note.out, note.peer_user_id, note.from_user_id),
+        (note.out, note.peer_user(), note.from_user_id),
         (true, ANN, ANN)
     );
 
@@ -330,7 +333,7 @@ async fn a_blocked_sender_keeps_her_own_box_only() -> anyhow::Result<()> {
     let bob = by_ids(&db, BOB, &[1, 2]).await?;
     assert_eq!(
         bob.iter()
-            .map(|m| (m.id, m.peer_user_id))
+            .map(|m| (m.id, m.peer_user()))
             .collect::<Vec<_>>(),
         [(1, CAROL)]
     );
@@ -458,7 +461,7 @@ async fn messages_by_id_are_the_owners_own() -> anyhow::Result<()> {
     assert_eq!(
         (
             one.from_user_id,
-            one.peer_user_id,
+            one.peer_user(),
             one.out,
             one.text.as_str()
         ),
@@ -477,9 +480,10 @@ async fn edit_one(
 ) -> anyhow::Result<EditOutcome> {
     let request = Edit {
         owner_id: owner,
+        peer_id: peer,
         auth_key_id: 7,
         request: EditMessageRequest {
-            peer_user_id: peer,
+            peer: Some(InputPeer::user(peer)),
             id,
             text: text.into(),
         },
@@ -696,7 +700,7 @@ async fn search_matches_words_and_substrings_ignoring_case() -> anyhow::Result<(
     let bobs = store::search(&db.pool, &bobs).await?;
     assert_eq!(
         bobs.iter()
-            .map(|m| (m.id, m.peer_user_id, m.out))
+            .map(|m| (m.id, m.peer_user(), m.out))
             .collect::<Vec<_>>(),
         [(5, CAROL, true), (2, ANN, true), (1, ANN, false)]
     );

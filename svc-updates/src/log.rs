@@ -9,7 +9,7 @@ use std::{
 use oxigram_outbox::{NewRow, Outbox, Staged};
 use oxigram_proto::{
     types::v1::{
-        PtsUpdate, PushJob, Update, UpdateReadHistoryInbox, UpdatesState, UserEvent, update,
+        Peer, PtsUpdate, PushJob, Update, UpdateReadHistoryInbox, UpdatesState, UserEvent, update,
     },
     updates::v1::Appended,
 };
@@ -384,12 +384,12 @@ pub async fn append_read(
             Some(update::Kind::NewMessage(new)) => {
                 if let Some(m) = new.message
                     && !m.out
-                    && m.peer_user_id == r.peer_user_id
+                    && m.peer_user() == r.peer_user_id
                 {
                     arrived.push(m.id);
                 }
             }
-            Some(update::Kind::ReadHistoryInbox(read)) if read.peer_user_id == r.peer_user_id => {
+            Some(update::Kind::ReadHistoryInbox(read)) if read.peer_user() == r.peer_user_id => {
                 watermark = watermark.max(read.max_id);
             }
             _ => {}
@@ -415,7 +415,7 @@ pub async fn append_read(
             date: r.date,
             update: Some(Update {
                 kind: Some(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
-                    peer_user_id: r.peer_user_id,
+                    peer: Some(Peer::user(r.peer_user_id)),
                     max_id,
                     still_unread_count: still_unread,
                 })),

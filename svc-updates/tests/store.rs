@@ -5,7 +5,7 @@
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    Message, Update, UpdateNewMessage, UpdateReadHistoryInbox, UserEvent, update,
+    Message, Peer, Update, UpdateNewMessage, UpdateReadHistoryInbox, UserEvent, update,
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_updates::log::{self, LastPts, ReadOutcome, ReadRequest, ValidEvent, Written};
@@ -33,7 +33,7 @@ fn message_event(event_id: Uuid, user: i64, peer: i64, box_id: i64, out: bool) -
         update::Kind::NewMessage(UpdateNewMessage {
             message: Some(Message {
                 id: box_id,
-                peer_user_id: peer,
+                peer_id: Some(Peer::user(peer)),
                 from_user_id: if out { user } else { peer },
                 out,
                 text: format!("message {box_id}"),
@@ -96,7 +96,7 @@ async fn appends_give_each_user_gap_free_pts_once_per_event() -> anyhow::Result<
                 ANN,
                 2,
                 update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
-                    peer_user_id: BOB,
+                    peer: Some(Peer::user(BOB)),
                     max_id: 1,
                     still_unread_count: 0,
                 }),
@@ -342,7 +342,7 @@ async fn a_read_too_far_behind_the_log_is_refused() -> anyhow::Result<()> {
                 ANN,
                 1000,
                 update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
-                    peer_user_id: 3,
+                    peer: Some(Peer::user(3)),
                     max_id: n as i64,
                     still_unread_count: 0,
                 }),

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, time::Duration};
 use anyhow::Context;
 use oxigram_proto::{
     api::v1::{AckRequest, Dialog, GetDeviceStateRequest, ReadHistoryRequest},
-    types::v1::{PtsUpdate, update},
+    types::v1::{InputPeer, PtsUpdate, update},
 };
 use oxigram_tests::{Mode, System, TestClient, client::next_update};
 
@@ -171,7 +171,7 @@ fn apply(
         Some(update::Kind::NewMessage(n)) => {
             if let Some(m) = &n.message {
                 messages.insert(m.id, m.text.clone());
-                let v = views.entry(m.peer_user_id).or_default();
+                let v = views.entry(m.peer_user()).or_default();
                 v.top = v.top.max(m.id);
                 if !m.out && m.id > v.read_inbox {
                     v.unread += 1;
@@ -179,12 +179,12 @@ fn apply(
             }
         }
         Some(update::Kind::ReadHistoryInbox(r)) => {
-            let v = views.entry(r.peer_user_id).or_default();
+            let v = views.entry(r.peer_user()).or_default();
             v.read_inbox = r.max_id;
             v.unread = r.still_unread_count;
         }
         Some(update::Kind::ReadHistoryOutbox(r)) => {
-            views.entry(r.peer_user_id).or_default().read_outbox = r.max_id;
+            views.entry(r.peer_user()).or_default().read_outbox = r.max_id;
         }
         _ => {}
     }
@@ -230,7 +230,7 @@ async fn offline_device_converges() -> anyhow::Result<()> {
             reader
                 .messages()
                 .read_history(ReadHistoryRequest {
-                    peer_user_id: peer,
+                    peer: Some(InputPeer::user(peer)),
                     max_id,
                 })
                 .await?;
@@ -242,7 +242,7 @@ async fn offline_device_converges() -> anyhow::Result<()> {
     alice
         .messages()
         .read_history(ReadHistoryRequest {
-            peer_user_id: bob_id,
+            peer: Some(InputPeer::user(bob_id)),
             max_id: 0,
         })
         .await?;
@@ -264,22 +264,23 @@ async fn offline_device_converges() -> anyhow::Result<()> {
             let outbox_moved = page
                 .dialogs
                 .iter()
-                .any(|d| d.peer_user_id == alice_id && d.read_outbox_max_id > 0);
+                .any(|d| d.peer_user() == alice_id && d.read_outbox_max_id > 0);
             let caught_up = page.dialogs.iter().all(|d| {
                 views
-                    .get(&d.peer_user_id)
+                    .get(&d.peer_user())
                     .is_some_and(|v| v.top == d.top_message_id)
             });
             Ok((outbox_moved && caught_up).then_some(page))
         })
         .await?;
     for d in &server.dialogs {
-        let mine = views.get(&d.peer_user_id).cloned().unwrap_or_default();
+        let mine = views.get(&d.peer_user()).cloned().unwrap_or_default();
         let theirs = DialogView::of(d);
         assert_eq!(
-            mine, theirs,
+            mine,
+            theirs,
             "the tablet's view of the dialog with {}",
-            d.peer_user_id
+            d.peer_user()
         );
     }
     assert_eq!(views.len(), server.dialogs.len());
@@ -313,7 +314,7 @@ async fn a_read_right_after_sends_covers_them() -> anyhow::Result<()> {
             anyhow::Ok(
                 bob.messages()
                     .read_history(ReadHistoryRequest {
-                        peer_user_id: alice_id,
+                        peer: Some(InputPeer::user(alice_id)),
                         max_id,
                     })
                     .await?
@@ -358,7 +359,7 @@ async fn a_read_right_after_sends_covers_them() -> anyhow::Result<()> {
     let dialog = page
         .dialogs
         .iter()
-        .find(|d| d.peer_user_id == alice_id)
+        .find(|d| d.peer_user() == alice_id)
         .context("bob's dialog with alice")?;
     let server = DialogView::of(dialog);
     assert_eq!(
@@ -404,7 +405,7 @@ async fn reads_racing_sends_agree_with_the_log() -> anyhow::Result<()> {
         while !sent.load(std::sync::atomic::Ordering::Relaxed) {
             bob.messages()
                 .read_history(ReadHistoryRequest {
-                    peer_user_id: alice_id,
+                    peer: Some(InputPeer::user(alice_id)),
                     max_id: 0,
                 })
                 .await?;
@@ -420,14 +421,14 @@ async fn reads_racing_sends_agree_with_the_log() -> anyhow::Result<()> {
         match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
             Some(update::Kind::NewMessage(n)) => {
                 let m = n.message.as_ref().context("no message")?;
-                if !m.out && m.peer_user_id == alice_id {
+                if !m.out && m.peer_user() == alice_id {
                     incoming.push(m.id);
                     if m.id > read_max {
                         unread += 1;
                     }
                 }
             }
-            Some(update::Kind::ReadHistoryInbox(r)) if r.peer_user_id == alice_id => {
+            Some(update::Kind::ReadHistoryInbox(r)) if r.peer_user() == alice_id => {
                 reads += 1;
                 let before = incoming.iter().filter(|id| **id > r.max_id).count() as i64;
                 assert_eq!(
@@ -449,7 +450,7 @@ async fn reads_racing_sends_agree_with_the_log() -> anyhow::Result<()> {
         .await?
         .dialogs
         .into_iter()
-        .find(|d| d.peer_user_id == alice_id)
+        .find(|d| d.peer_user() == alice_id)
         .context("no dialog with Alice")?;
     assert_eq!(
         (i64::from(dialog.unread_count), dialog.read_inbox_max_id),

@@ -76,7 +76,7 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
         Ok(page
             .dialogs
             .iter()
-            .find(|d| d.peer_user_id == bob_id && d.top_message_id == 2)
+            .find(|d| d.peer_user() == bob_id && d.top_message_id == 2)
             .cloned()
             .map(|d| (d, page)))
     })
@@ -104,7 +104,7 @@ async fn one_flow(mode: Mode) -> anyhow::Result<()> {
         Ok(page
             .dialogs
             .into_iter()
-            .find(|d| d.peer_user_id == alice_id && d.top_message_id == 2))
+            .find(|d| d.peer_user() == alice_id && d.top_message_id == 2))
     })
     .await?;
     assert_eq!(

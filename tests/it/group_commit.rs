@@ -5,7 +5,10 @@
 
 use std::collections::HashSet;
 
-use oxigram_proto::api::v1::{BlockRequest, SendMessageRequest, SendMessageResponse};
+use oxigram_proto::{
+    api::v1::{BlockRequest, SendMessageRequest, SendMessageResponse},
+    types::v1::InputPeer,
+};
 use oxigram_tests::{Mode, System, TestClient, client::code};
 use tonic::Status;
 
@@ -18,7 +21,7 @@ async fn reply(
     Ok(device
         .messages()
         .send_message(SendMessageRequest {
-            peer_user_id: peer,
+            peer: Some(InputPeer::user(peer)),
             random_id,
             text: "a reply".into(),
             reply_to_msg_id: to,

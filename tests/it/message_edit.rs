@@ -167,7 +167,7 @@ async fn an_edit_reaches_both_owners_by_push_and_by_difference() -> anyhow::Resu
         Ok(page
             .dialogs
             .into_iter()
-            .find(|d| d.peer_user_id == alice_id && d.top_message_id == bob_box + 1))
+            .find(|d| d.peer_user() == alice_id && d.top_message_id == bob_box + 1))
     })
     .await?;
     assert_eq!(dialog.unread_count, 2);

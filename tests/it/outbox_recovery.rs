@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use oxigram::Target;
-use oxigram_proto::types::v1::{Message, Update, UpdateNewMessage, UserEvent, update};
+use oxigram_proto::types::v1::{Message, Peer, Update, UpdateNewMessage, UserEvent, update};
 use oxigram_tests::{Mode, System, TestClient, eventually};
 use prost::Message as _;
 use sqlx::Row;
@@ -102,7 +102,7 @@ async fn a_row_from_before_framing_is_delivered() -> anyhow::Result<()> {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                 message: Some(Message {
                     id: 1,
-                    peer_user_id: alice_id,
+                    peer_id: Some(Peer::user(alice_id)),
                     from_user_id: alice_id,
                     date: 1_700_000_000,
                     text: "written before framing".into(),

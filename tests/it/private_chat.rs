@@ -10,7 +10,7 @@ use oxigram_proto::api::v1::{
     ReceivedMessagesRequest, ResetAuthorizationRequest, SendCodeRequest, SendMessageRequest,
     SignInRequest, SignUpRequest, stream_event,
 };
-use oxigram_proto::types::v1::update;
+use oxigram_proto::types::v1::{InputPeer, update};
 use oxigram_tests::{
     Mode, System, TestClient,
     client::{code, next_update_where},
@@ -29,7 +29,7 @@ async fn dialog_with(
     peer: i64,
 ) -> anyhow::Result<Option<oxigram_proto::api::v1::Dialog>> {
     let page = c.dialogs_page().await?;
-    Ok(page.dialogs.into_iter().find(|d| d.peer_user_id == peer))
+    Ok(page.dialogs.into_iter().find(|d| d.peer_user() == peer))
 }
 
 /// Alice, Bob and Carol, each signed up on one device of a system of the test's own.
@@ -67,7 +67,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
     let bob_id = bob.user_id()?;
 
     let send = |random_id: i64, text: &str, reply_to_msg_id: i64| SendMessageRequest {
-        peer_user_id: bob_id,
+        peer: Some(InputPeer::user(bob_id)),
         random_id,
         text: text.into(),
         reply_to_msg_id,
@@ -78,7 +78,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
         (send(2, "   ", 0), "MESSAGE_EMPTY"),
         (
             SendMessageRequest {
-                peer_user_id: 987_654_321,
+                peer: Some(InputPeer::user(987_654_321)),
                 ..send(3, "hi", 0)
             },
             "PEER_ID_INVALID",
@@ -119,7 +119,7 @@ async fn bad_input_gets_stable_codes_and_writes_nothing() -> anyhow::Result<()> 
     let history = alice
         .messages()
         .get_history(GetHistoryRequest {
-            peer_user_id: bob_id,
+            peer: Some(InputPeer::user(bob_id)),
             limit: -1,
             ..Default::default()
         })
@@ -213,7 +213,7 @@ async fn saved_messages_and_reply_ids_in_each_owners_view() -> anyhow::Result<()
     let answer = bob
         .messages()
         .send_message(SendMessageRequest {
-            peer_user_id: alice_id,
+            peer: Some(InputPeer::user(alice_id)),
             random_id: 9,
             text: "answer".into(),
             reply_to_msg_id: 2,
@@ -244,7 +244,7 @@ async fn saved_messages_and_reply_ids_in_each_owners_view() -> anyhow::Result<()
     let cross = bob
         .messages()
         .send_message(SendMessageRequest {
-            peer_user_id: alice_id,
+            peer: Some(InputPeer::user(alice_id)),
             random_id: 10,
             text: "x".into(),
             reply_to_msg_id: 1, // Carol's message
@@ -273,7 +273,7 @@ async fn history_window_semantics() -> anyhow::Result<()> {
         }
     };
     let base = GetHistoryRequest {
-        peer_user_id: bob_id,
+        peer: Some(InputPeer::user(bob_id)),
         ..Default::default()
     };
     assert_eq!(
@@ -410,7 +410,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
         alice
             .messages()
             .get_outbox_read_date(GetOutboxReadDateRequest {
-                peer_user_id: bob_id,
+                peer: Some(InputPeer::user(bob_id)),
                 msg_id: first.id,
             })
             .await,
@@ -435,7 +435,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     let read = bob_phone
         .messages()
         .read_history(ReadHistoryRequest {
-            peer_user_id: alice_id,
+            peer: Some(InputPeer::user(alice_id)),
             max_id: 3,
         })
         .await?
@@ -445,7 +445,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     let again = bob_phone
         .messages()
         .read_history(ReadHistoryRequest {
-            peer_user_id: alice_id,
+            peer: Some(InputPeer::user(alice_id)),
             max_id: 3,
         })
         .await?
@@ -458,7 +458,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     let lower = bob_phone
         .messages()
         .read_history(ReadHistoryRequest {
-            peer_user_id: alice_id,
+            peer: Some(InputPeer::user(alice_id)),
             max_id: 2,
         })
         .await?
@@ -472,7 +472,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     })
     .await?;
     assert_eq!(
-        (inbox.peer_user_id, inbox.max_id, inbox.still_unread_count),
+        (inbox.peer_user(), inbox.max_id, inbox.still_unread_count),
         (alice_id, 3, 2)
     );
     // Alice learns it in her own ids: her second message.
@@ -481,13 +481,13 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
         _ => None,
     })
     .await?;
-    assert_eq!((outbox.peer_user_id, outbox.max_id), (bob_id, 2));
+    assert_eq!((outbox.peer_user(), outbox.max_id), (bob_id, 2));
     let dialog = dialog_with(&alice, bob_id).await?.context("dialog")?;
     assert_eq!(dialog.read_outbox_max_id, 2);
     let date = alice
         .messages()
         .get_outbox_read_date(GetOutboxReadDateRequest {
-            peer_user_id: bob_id,
+            peer: Some(InputPeer::user(bob_id)),
             msg_id: 2,
         })
         .await?
@@ -498,7 +498,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
         alice
             .messages()
             .get_outbox_read_date(GetOutboxReadDateRequest {
-                peer_user_id: bob_id,
+                peer: Some(InputPeer::user(bob_id)),
                 msg_id: 3,
             })
             .await,
@@ -508,7 +508,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     let with_alice = bobs
         .dialogs
         .iter()
-        .find(|d| d.peer_user_id == alice_id)
+        .find(|d| d.peer_user() == alice_id)
         .context("dialog")?;
     assert_eq!(
         (with_alice.read_inbox_max_id, with_alice.unread_count),
@@ -518,7 +518,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     bob_laptop
         .messages()
         .read_history(ReadHistoryRequest {
-            peer_user_id: alice_id,
+            peer: Some(InputPeer::user(alice_id)),
             max_id: 0,
         })
         .await?;
@@ -526,7 +526,7 @@ async fn reads_move_watermarks_once_and_reach_the_sender_in_her_ids() -> anyhow:
     let with_alice = bobs
         .dialogs
         .iter()
-        .find(|d| d.peer_user_id == alice_id)
+        .find(|d| d.peer_user() == alice_id)
         .context("dialog")?;
     assert_eq!(
         (with_alice.read_inbox_max_id, with_alice.unread_count),
@@ -576,7 +576,7 @@ async fn delivery_receipts_are_per_device_and_reach_the_sender() -> anyhow::Resu
         .iter()
         .flat_map(|d| d.updates.iter())
         .filter_map(|u| match u.update.as_ref()?.kind.as_ref()? {
-            update::Kind::DeliveredOutbox(r) => Some((r.peer_user_id, r.max_id)),
+            update::Kind::DeliveredOutbox(r) => Some((r.peer_user(), r.max_id)),
             _ => None,
         })
         .collect();
@@ -676,7 +676,7 @@ async fn nobody_reads_another_users_boxes_and_signed_out_keys_are_refused() -> a
         carol
             .messages()
             .get_outbox_read_date(GetOutboxReadDateRequest {
-                peer_user_id: bob_id,
+                peer: Some(InputPeer::user(bob_id)),
                 msg_id: sent.id,
             })
             .await,

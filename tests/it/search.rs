@@ -3,7 +3,10 @@
 //! refusal with its code.
 
 use anyhow::Context;
-use oxigram_proto::api::v1::{EditMessageRequest, SearchRequest};
+use oxigram_proto::{
+    api::v1::{EditMessageRequest, SearchRequest},
+    types::v1::InputPeer,
+};
 use oxigram_tests::{Mode, System, TestClient, client::code};
 
 /// The ids and texts `device` finds for `request`, newest first, with the next page's key.
@@ -38,14 +41,14 @@ async fn search_finds_the_callers_messages_within_and_across_dialogs() -> anyhow
     bob.send(carol_id, 5, "lunch without Alice").await?;
     alice.send(bob_id, 6, "see you").await?;
 
-    let q = |peer_user_id: i64, q: &str| SearchRequest {
-        peer_user_id,
+    let q = |peer: Option<i64>, q: &str| SearchRequest {
+        peer: peer.map(InputPeer::user),
         q: q.into(),
         limit: 100,
         ..Default::default()
     };
     // Across Alice's dialogs, newest first, ignoring case, words and parts of words.
-    let (all, next) = found(&alice, q(0, "lunch")).await?;
+    let (all, next) = found(&alice, q(None, "lunch")).await?;
     assert_eq!(
         texts(&all),
         [
@@ -57,7 +60,7 @@ async fn search_finds_the_callers_messages_within_and_across_dialogs() -> anyhow
     );
     assert_eq!(next, 0, "one page holds every match");
     // Within one dialog.
-    let (with_bob, _) = found(&alice, q(bob_id, "LUNCH")).await?;
+    let (with_bob, _) = found(&alice, q(Some(bob_id), "LUNCH")).await?;
     assert_eq!(
         texts(&with_bob),
         ["LUNCH sounds good", "Lunch at noon, Bob?"]
@@ -67,13 +70,13 @@ async fn search_finds_the_callers_messages_within_and_across_dialogs() -> anyhow
         &alice,
         SearchRequest {
             from_user_id: carol_id,
-            ..q(0, "lunch")
+            ..q(None, "lunch")
         },
     )
     .await?;
     assert_eq!(texts(&from_carol), ["Sorry, busy at lunchtime"]);
     // Bob's own view: his ids, and never Alice's dialog with Carol.
-    let (bobs, _) = found(&bob, q(0, "lunch")).await?;
+    let (bobs, _) = found(&bob, q(None, "lunch")).await?;
     assert_eq!(
         texts(&bobs),
         [
@@ -82,7 +85,7 @@ async fn search_finds_the_callers_messages_within_and_across_dialogs() -> anyhow
             "Lunch at noon, Bob?"
         ]
     );
-    let found_by_bob = bob.messages().search(q(0, "lunch")).await?.into_inner();
+    let found_by_bob = bob.messages().search(q(None, "lunch")).await?.into_inner();
     let names: Vec<i64> = found_by_bob.users.iter().map(|u| u.id).collect();
     for id in [alice_id, bob_id, carol_id] {
         assert!(names.contains(&id), "users name {id}: {names:?}");
@@ -97,7 +100,7 @@ async fn search_finds_the_callers_messages_within_and_across_dialogs() -> anyhow
             SearchRequest {
                 offset_id,
                 limit: 3,
-                ..q(0, "lunch")
+                ..q(None, "lunch")
             },
         )
         .await?;
@@ -122,21 +125,21 @@ async fn an_edit_is_found_by_its_new_text_at_once() -> anyhow::Result<()> {
     let id = sent.message.context("no message")?.id;
     alice
         .edit_message(EditMessageRequest {
-            peer_user_id: bob_id,
+            peer: Some(InputPeer::user(bob_id)),
             id,
             text: "Dinner at eight?".into(),
         })
         .await?;
-    let q = |peer_user_id: i64, q: &str| SearchRequest {
-        peer_user_id,
+    let q = |peer: Option<i64>, q: &str| SearchRequest {
+        peer: peer.map(InputPeer::user),
         q: q.into(),
         limit: 10,
         ..Default::default()
     };
     for (device, peer) in [(&alice, bob_id), (&bob, alice_id)] {
-        let (old, _) = found(device, q(peer, "lunch")).await?;
+        let (old, _) = found(device, q(Some(peer), "lunch")).await?;
         assert!(old.is_empty(), "the old text is not found: {old:?}");
-        let (new, _) = found(device, q(0, "DINNER")).await?;
+        let (new, _) = found(device, q(None, "DINNER")).await?;
         assert_eq!(texts(&new), ["Dinner at eight?"]);
     }
     Ok(())
@@ -151,7 +154,7 @@ async fn bad_searches_get_stable_codes() -> anyhow::Result<()> {
     let bob_id = bob.user_id()?;
     alice.send(bob_id, 1, "hello there").await?;
     let ok = SearchRequest {
-        peer_user_id: bob_id,
+        peer: Some(InputPeer::user(bob_id)),
         q: "hello".into(),
         limit: 10,
         ..Default::default()
@@ -194,14 +197,14 @@ async fn bad_searches_get_stable_codes() -> anyhow::Result<()> {
         ),
         (
             SearchRequest {
-                peer_user_id: 987_654_321,
+                peer: Some(InputPeer::user(987_654_321)),
                 ..ok.clone()
             },
             "PEER_ID_INVALID",
         ),
         (
             SearchRequest {
-                peer_user_id: -1,
+                peer: Some(InputPeer::user(-1)),
                 ..ok.clone()
             },
             "PEER_ID_INVALID",

@@ -5,7 +5,7 @@
 
 use anyhow::Context;
 use oxigram_proto::{
-    types::v1::{self as types, Update, UpdateReadHistoryInbox, UserEvent, update},
+    types::v1::{self as types, Peer, Update, UpdateReadHistoryInbox, UserEvent, update},
     updates::v1::{
         AppendRequest, GetDifferenceRequest, GetStateRequest, updates_client::UpdatesClient,
     },
@@ -28,7 +28,7 @@ fn event(id: u128, user_id: i64, pts_count: i32) -> UserEvent {
         date: 1_700_000_000,
         update: Some(Update {
             kind: Some(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
-                peer_user_id: 7,
+                peer: Some(Peer::user(7)),
                 max_id: id as i64,
                 still_unread_count: 0,
             })),
@@ -265,7 +265,7 @@ async fn a_read_is_brought_up_to_its_place_in_the_log() -> anyhow::Result<()> {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                 message: Some(Message {
                     id,
-                    peer_user_id: peer,
+                    peer_id: Some(Peer::user(peer)),
                     from_user_id: peer,
                     ..Default::default()
                 }),
@@ -357,7 +357,7 @@ async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                 message: Some(Message {
                     id,
-                    peer_user_id: peer,
+                    peer_id: Some(Peer::user(peer)),
                     from_user_id: peer,
                     date: 1_700_000_000 + i64::from(pts),
                     ..Default::default()

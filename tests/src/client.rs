@@ -8,7 +8,7 @@ use oxigram_proto::{
         DialogsSlice, Difference, EditMessageRequest, EditMessageResponse, GetDialogsRequest,
         GetHistoryRequest, SendMessageRequest, SendMessageResponse, StreamEvent, stream_event,
     },
-    types::v1::{Message, PtsUpdate, User, update},
+    types::v1::{InputPeer, Message, PtsUpdate, User, update},
 };
 use tonic::{Status, Streaming};
 
@@ -69,7 +69,7 @@ impl TestClient {
         Ok(self
             .client
             .send_message(SendMessageRequest {
-                peer_user_id: peer,
+                peer: Some(InputPeer::user(peer)),
                 random_id,
                 text: text.into(),
                 ..Default::default()
@@ -87,7 +87,7 @@ impl TestClient {
         Ok(self
             .client
             .edit_message(EditMessageRequest {
-                peer_user_id: peer,
+                peer: Some(InputPeer::user(peer)),
                 id,
                 text: text.into(),
             })
@@ -119,7 +119,7 @@ impl TestClient {
         Ok(self
             .client
             .get_history(GetHistoryRequest {
-                peer_user_id: peer,
+                peer: Some(InputPeer::user(peer)),
                 limit: 100,
                 ..Default::default()
             })

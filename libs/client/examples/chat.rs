@@ -15,7 +15,7 @@ use std::time::Duration;
 use oxigram_client::{Client, Event, StreamOptions, UpdateStream, connect};
 use oxigram_proto::{
     api::v1::SendMessageRequest,
-    types::v1::{User, update},
+    types::v1::{InputPeer, User, update},
 };
 
 struct Args {
@@ -107,7 +107,7 @@ async fn chat(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     let sent = alice
         .send_message(SendMessageRequest {
-            peer_user_id: bob_user.id,
+            peer: Some(InputPeer::user(bob_user.id)),
             random_id: rand::random_range(1..i64::MAX),
             text: "hello Bob".into(),
             ..Default::default()
@@ -119,7 +119,7 @@ async fn chat(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     let sent = bob
         .send_message(SendMessageRequest {
-            peer_user_id: alice_user.id,
+            peer: Some(InputPeer::user(alice_user.id)),
             random_id: rand::random_range(1..i64::MAX),
             text: "hello Alice".into(),
             ..Default::default()
@@ -128,7 +128,7 @@ async fn chat(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     bob_updates.answer(sent);
     receive("Alice", &mut alice_updates).await?;
 
-    let read = bob.read_history(alice_user.id, 0).await?;
+    let read = bob.read_history(InputPeer::user(alice_user.id), 0).await?;
     println!("Bob read the chat, now at pts {}", read.pts);
     Ok(())
 }

@@ -12,7 +12,7 @@ use oxigram_proto::{
         StreamEvent, StreamRequest, auth_client::AuthClient, dialogs_client::DialogsClient,
         messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
     },
-    types::v1::{UpdatesState, User},
+    types::v1::{InputPeer, UpdatesState, User},
 };
 use tonic::{
     Streaming,
@@ -233,15 +233,15 @@ impl Client {
             .await
     }
 
-    /// Marks a dialog read up to `max_id` (0: up to its newest message).
+    /// Marks the dialog with `peer` read up to `max_id` (0: up to its newest message).
     pub async fn read_history(
         &self,
-        peer_user_id: i64,
+        peer: InputPeer,
         max_id: i64,
     ) -> Result<AffectedMessages, Error> {
         let d = self.deadline;
         d.unary(self.messages().read_history(d.request(ReadHistoryRequest {
-            peer_user_id,
+            peer: Some(peer),
             max_id,
         })))
         .await

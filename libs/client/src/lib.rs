@@ -43,7 +43,7 @@
 //!
 //! ```no_run
 //! use oxigram_client::{Client, Event, StreamOptions, UpdateStream, connect};
-//! use oxigram_proto::api::v1::SendMessageRequest;
+//! use oxigram_proto::{api::v1::SendMessageRequest, types::v1::InputPeer};
 //!
 //! # async fn chat() -> Result<(), oxigram_client::Error> {
 //! let channel = connect("http://127.0.0.1:7710").await?;
@@ -59,7 +59,7 @@
 //!
 //! alice
 //!     .send_message(SendMessageRequest {
-//!         peer_user_id: bob_user.id,
+//!         peer: Some(InputPeer::user(bob_user.id)),
 //!         random_id: 7,
 //!         text: "hello Bob".into(),
 //!         ..Default::default()

@@ -79,7 +79,10 @@ mod tests {
     use tonic::{Code, codec::Streaming};
 
     use super::*;
-    use crate::api::v1::{CreateAuthKeyRequest, SendMessageRequest};
+    use crate::{
+        api::v1::{CreateAuthKeyRequest, SendMessageRequest},
+        types::v1::InputPeer,
+    };
 
     /// Decodes `message` (framed as one uncompressed gRPC message) as the server does.
     async fn decode<U: Message + Default + Send + 'static>(message: &[u8]) -> Result<U, Status> {
@@ -113,12 +116,12 @@ mod tests {
 
     #[tokio::test]
     async fn malformed_bodies_are_invalid_arguments_with_a_stable_code() {
-        // SendMessageRequest: peer_user_id = 1 (int64), text = 3 (string).
+        // SendMessageRequest: random_id = 2 (int64), text = 3 (string).
         let cases: &[(&str, &[u8])] = &[
             (
                 "bad varint (eleven bytes)",
                 &[
-                    0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+                    0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
                 ],
             ),
             (
@@ -146,7 +149,7 @@ mod tests {
     #[tokio::test]
     async fn well_formed_bodies_still_decode() -> Result<(), Status> {
         let sent = SendMessageRequest {
-            peer_user_id: 7,
+            peer: Some(InputPeer::user(7)),
             text: "hello".into(),
             ..Default::default()
         };

@@ -102,5 +102,83 @@ mod peers {
     pub fn resolve(peer: Option<&InputPeer>, owner_id: i64) -> Option<i64> {
         peer?.resolve(owner_id)
     }
+
+    /// [`resolve`] at a service's boundary: the user the request's peer names for `owner_id`,
+    /// or `PEER_ID_INVALID`.
+    pub fn require(peer: Option<&InputPeer>, owner_id: i64) -> Result<i64, tonic::Status> {
+        resolve(peer, owner_id).ok_or_else(|| {
+            oxigram_errors::status(
+                oxigram_errors::ErrorCode::PeerIdInvalid,
+                "the peer names no user",
+            )
+        })
+    }
+
+    /// `peer_user()` on every answer that names its dialog by a [`Peer`]: the peer's user id,
+    /// 0 when the peer names no user (the server always sets one).
+    macro_rules! peer_user {
+        ($($message:ty => $field:ident),* $(,)?) => {$(
+            impl $message {
+                /// The user of this answer's peer (0 when it names none).
+                pub fn peer_user(&self) -> i64 {
+                    self.$field.as_ref().and_then(Peer::user_id).unwrap_or(0)
+                }
+            }
+        )*};
+    }
+    use crate::types::v1::{
+        Dialog, Message, UpdateDeliveredOutbox, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+    };
+    peer_user!(
+        Message => peer_id,
+        Dialog => peer,
+        UpdateReadHistoryInbox => peer,
+        UpdateReadHistoryOutbox => peer,
+        UpdateDeliveredOutbox => peer,
+    );
 }
-pub use peers::resolve as resolve_peer;
+pub use peers::{require as require_peer, resolve as resolve_peer};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::v1::{InputPeer, Message, Peer};
+
+    #[test]
+    fn one_rule_resolves_every_request_peer() {
+        let owner = 5;
+        let table: [(Option<InputPeer>, Option<i64>); 6] = [
+            (None, None),
+            (Some(InputPeer::default()), None),
+            (Some(InputPeer::user(0)), None),
+            (Some(InputPeer::user(-3)), None),
+            (Some(InputPeer::user(9)), Some(9)),
+            (Some(InputPeer::me()), Some(owner)),
+        ];
+        for (peer, expected) in table {
+            assert_eq!(resolve_peer(peer.as_ref(), owner), expected, "{peer:?}");
+            let required = require_peer(peer.as_ref(), owner);
+            match expected {
+                Some(id) => assert_eq!(required.ok(), Some(id), "{peer:?}"),
+                None => assert_eq!(
+                    required
+                        .err()
+                        .and_then(|s| oxigram_errors::code_of(&s))
+                        .as_deref(),
+                    Some("PEER_ID_INVALID"),
+                    "{peer:?}"
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn answers_name_their_peer_user() {
+        let m = Message {
+            peer_id: Some(Peer::user(7)),
+            ..Default::default()
+        };
+        assert_eq!(m.peer_user(), 7);
+        assert_eq!(Message::default().peer_user(), 0);
+    }
+}

@@ -92,7 +92,7 @@ async fn drain_phase(
                         kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                             message: Some(Message {
                                 id: k as i64 + 1,
-                                peer_user_id: peer.id,
+                                peer_id: Some(Peer::user(peer.id)),
                                 from_user_id: peer.id,
                                 date,
                                 text: "drain".into(),

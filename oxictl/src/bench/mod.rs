@@ -28,7 +28,7 @@ use oxigram_client::{Client, Deadline};
 use oxigram_proto::{
     api::v1::SendMessageRequest,
     dispatch::v1::{EnqueueRequest, dispatch_client::DispatchClient},
-    types::v1::{Message, PtsUpdate, PushJob, Update, UpdateNewMessage, update},
+    types::v1::{InputPeer, Message, Peer, PtsUpdate, PushJob, Update, UpdateNewMessage, update},
 };
 use serde_json::{Value, json};
 use sqlx::{PgPool, postgres::PgPoolOptions};

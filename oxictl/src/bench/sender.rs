@@ -80,7 +80,7 @@ async fn send_one(ctx: &SendCtx, intended: Instant) -> SendRecord {
     let outcome = ctx.users[s]
         .online
         .send_message(SendMessageRequest {
-            peer_user_id: ctx.users[r].id,
+            peer: Some(InputPeer::user(ctx.users[r].id)),
             random_id,
             text,
             ..Default::default()
