@@ -11,6 +11,7 @@ mod group_commit;
 mod media;
 mod message_edit;
 mod outbox_recovery;
+mod peers;
 mod private_chat;
 mod schemas;
 mod search;
