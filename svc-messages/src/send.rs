@@ -16,7 +16,7 @@ use std::{collections::HashSet, sync::LazyLock};
 
 use oxigram_outbox::{NewRow, Outbox, Staged};
 use oxigram_proto::types::v1::{
-    Message, SendMessageRequest, Update, UpdateNewMessage, UserEvent, update,
+    Message, MessageFwdHeader, SendMessageRequest, Update, UpdateNewMessage, UserEvent, update,
 };
 use oxigram_storage::{
     batch_row,
@@ -36,8 +36,10 @@ pub struct NewMessage {
     pub sender_id: i64,
     /// The sender's device, which has the result already and gets no push.
     pub auth_key_id: i64,
-    /// The client's request as the service checked it.
+    /// The client's request as the service checked it (a forward's: the source's content).
     pub request: SendMessageRequest,
+    /// A forward's header (none for a send, or a forward that drops the author).
+    pub fwd_from: Option<MessageFwdHeader>,
     /// What makes two sends with one key the same request.
     pub request_hash: Vec<u8>,
     /// The trace of the request: the events continue it.
@@ -207,7 +209,7 @@ async fn send_distinct(
                     Reply::Found { recipient_box_id } => recipient_box_id,
                     Reply::None | Reply::Invalid => 0,
                 };
-                let body = BodyRow::new(body_id, m.sender_id, &m.request, now);
+                let body = BodyRow::new(body_id, m.sender_id, &m.request, m.fwd_from.as_ref(), now);
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
                     .map(|&(owner, box_id)| {

@@ -4,11 +4,14 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, EditMessageRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
-        messages_server::Messages,
+        BlockRequest, EditMessageRequest, ForwardMessagesRequest, GetBlockedRequest,
+        GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList, SearchRequest,
+        SearchResponse, SendMessageRequest, messages_server::Messages,
     },
-    types::v1::{self as types, BlockResponse, EditMessageResponse, SendMessageResponse},
+    types::v1::{
+        self as types, BlockResponse, EditMessageResponse, ForwardMessagesResponse,
+        SendMessageResponse,
+    },
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -18,6 +21,7 @@ use oxigram_outbox::Outbox;
 
 use crate::{
     edit::{self, Edit, EditOutcome},
+    forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
     send::NewMessage,
@@ -153,9 +157,32 @@ impl Messages for MessagesService {
             auth_key_id,
             request_hash: request_hash(&r),
             request: r,
+            fwd_from: None,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
         Ok(Response::new(self.group.send(new).await?))
+    }
+
+    async fn forward_messages(
+        &self,
+        request: Request<ForwardMessagesRequest>,
+    ) -> Result<Response<ForwardMessagesResponse>, Status> {
+        let ForwardMessagesRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let forward = Forward::check(
+            owner_id,
+            auth_key_id,
+            request.unwrap_or_default(),
+            oxigram_telemetry::propagation::current_traceparent(),
+        )?;
+        let sources = store::by_ids(&self.pool, owner_id, &forward.request.ids)
+            .await
+            .map_err(Error::from)?;
+        let sent = self.group.send_all(forward.sends(&sources)?).await?;
+        Ok(Response::new(ForwardMessagesResponse { sent }))
     }
 
     async fn edit_message(
