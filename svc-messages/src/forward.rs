@@ -5,8 +5,9 @@
 //! content becomes the send's request in [`content`], and its author the forward header.
 //!
 //! The sources are read before the send (the caller's boxes by id, with their bodies, in one
-//! statement: `store::by_ids`), so that a call naming a missing or protected message is refused
-//! before anything is written, and a send that is not a forward never pays for the lookup.
+//! statement: `store::by_ids`), and so are the call's keys (`send::any_key_reused`), so that a
+//! call naming a missing or protected message, or reusing a key for another message, is
+//! refused before anything is written; a send that is not a forward never pays for either.
 
 use std::collections::HashSet;
 

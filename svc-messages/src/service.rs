@@ -24,7 +24,7 @@ use crate::{
     forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
-    send::NewMessage,
+    send::{self, NewMessage},
     store::{self, HistoryWindow, SearchQuery},
 };
 
@@ -181,7 +181,19 @@ impl Messages for MessagesService {
         let sources = store::by_ids(&self.pool, owner_id, &forward.request.ids)
             .await
             .map_err(Error::from)?;
-        let sent = self.group.send_all(forward.sends(&sources)?).await?;
+        let sends = forward.sends(&sources)?;
+        // A key reused for another message would refuse its send alone, after the others of
+        // the call were stored: the call is refused first, whole.
+        if send::any_key_reused(&self.pool, &sends)
+            .await
+            .map_err(Error::from)?
+        {
+            return Err(status(
+                ErrorCode::RandomIdDuplicate,
+                "a random_id was already used for a different message",
+            ));
+        }
+        let sent = self.group.send_all(sends).await?;
         Ok(Response::new(ForwardMessagesResponse { sent }))
     }
 

@@ -553,6 +553,24 @@ async fn forwards_replay_by_key_and_refuse_bad_sources_whole() -> anyhow::Result
         }
         assert_eq!(kinds(got), expected, "{from} {ids:?} {key}");
     }
+    // Asked before a forward is sent: a key used for something else (10), beside a new one.
+    let sources = by_ids(&db, BOB, &[1]).await?;
+    for (to, drop_author, reused) in [
+        (CAROL, false, false),
+        (CAROL, true, true),
+        (ANN, false, true),
+    ] {
+        let request = ForwardMessagesRequest {
+            from_peer: Some(InputPeer::user(ANN)),
+            ids: vec![1, 1],
+            random_ids: vec![10, 12],
+            to_peer: Some(InputPeer::user(to)),
+            drop_author,
+            ..Default::default()
+        };
+        let sends = Forward::check(BOB, 7, request, None)?.sends(&sources)?;
+        assert_eq!(send::any_key_reused(&db.pool, &sends).await?, reused);
+    }
     // A key used by a forward is refused for a different forward, as for a send.
     let reused = forward(
         &db,

@@ -284,8 +284,9 @@ async fn refused_forwards_have_their_codes_and_send_nothing() -> anyhow::Result<
             },
             "PEER_ID_INVALID",
         ),
-        // Key 7 sent Bob's own message: a forward with it is another message.
-        (forward_of(from, &[1], to, 7), "RANDOM_ID_DUPLICATE"),
+        // Key 7 sent Bob's own message: a forward with it is another message, and key 6
+        // beside it is not used either.
+        (forward_of(from, &[1, 1], to, 6), "RANDOM_ID_DUPLICATE"),
     ];
     for (request, expected) in table {
         let got = bob.forward(request.clone()).await;
