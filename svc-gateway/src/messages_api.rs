@@ -28,11 +28,21 @@ pub struct MessagesApi(pub Arc<Gateway>);
 pub const MAX_CLIENT_MESSAGE_IDS: usize = 200;
 
 impl Gateway {
-    /// The users named by these messages (senders and peers).
+    /// The users named by these messages (senders, peers, and a forward's original sender and
+    /// the dialog it was saved from).
     pub async fn users_of(&self, messages: &[Message], also: &[i64]) -> Result<Vec<User>, Status> {
+        let forwarded = messages.iter().filter_map(|m| m.fwd_from).flat_map(|f| {
+            [
+                Some(f.from_user_id),
+                f.saved_from_peer.and_then(|p| p.user_id()),
+            ]
+            .into_iter()
+            .flatten()
+        });
         let mut ids: Vec<i64> = messages
             .iter()
             .flat_map(|m| [m.from_user_id, m.peer_user_id])
+            .chain(forwarded)
             .chain(also.iter().copied())
             .collect();
         ids.sort_unstable();

@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use oxigram_proto::{
-    api::v1::{BlockRequest, ForwardMessagesRequest},
+    api::v1::{BlockRequest, ForwardMessagesRequest, GetHistoryRequest},
     types::v1::{InputPeer, Message, PtsUpdate, SendMessageRequest, update},
 };
 use oxigram_tests::{
@@ -137,6 +137,16 @@ async fn a_forward_reaches_both_owners_with_the_first_authors_header() -> anyhow
             .context("in the difference")?;
         assert_eq!(header(m), first);
     }
+
+    // A page names the original author among its users, for the header to show her.
+    let page = carol
+        .get_history(GetHistoryRequest {
+            peer_user_id: bob_id,
+            limit: 10,
+            ..Default::default()
+        })
+        .await?;
+    assert!(page.users.iter().any(|u| u.id == alice_id), "{page:?}");
 
     // The same call again: the same message, no new update.
     let again = bob_phone
