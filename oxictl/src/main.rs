@@ -532,3 +532,34 @@ async fn resolve(c: &Client, who: &str) -> anyhow::Result<i64> {
     }
     who.parse().context("name a user by id or by +phone")
 }
+
+#[cfg(test)]
+mod tests {
+    use oxigram_proto::types::v1::{MessageFwdHeader, Peer};
+
+    use super::*;
+
+    #[test]
+    fn a_forward_shows_its_header() {
+        let mut m = Message {
+            id: 3,
+            peer_user_id: 1,
+            from_user_id: 1,
+            out: true,
+            text: "pass it on".into(),
+            ..Default::default()
+        };
+        assert_eq!(show(&m), "#3 → peer 1 from 1: pass it on");
+        m.fwd_from = Some(MessageFwdHeader {
+            from_user_id: 7,
+            date: 1000,
+            msg_id: 5,
+            saved_from_peer: Some(Peer::user(2)),
+            saved_from_msg_id: 9,
+        });
+        assert_eq!(
+            show(&m),
+            "#3 → peer 1 from 1 [forwarded from 7 #5 of 1000, saved from peer 2 #9]: pass it on"
+        );
+    }
+}
