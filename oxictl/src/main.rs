@@ -20,7 +20,8 @@ use oxigram_client::{
 };
 use oxigram_proto::{
     api::v1::{
-        EditMessageRequest, GetDialogsRequest, GetHistoryRequest, SearchRequest, SendMessageRequest,
+        EditMessageRequest, ForwardMessagesRequest, GetDialogsRequest, GetHistoryRequest,
+        SearchRequest, SendMessageRequest,
     },
     types::v1::{InputPeer, Message, PtsUpdate, update},
 };
@@ -87,6 +88,22 @@ enum Command {
         #[arg(long)]
         text: String,
     },
+    /// Forwards your messages, named by their ids in the dialog with a user, to a user (`me`:
+    /// Saved Messages).
+    Forward {
+        /// The dialog the messages are in (phone, id or `me`).
+        #[arg(long)]
+        from: String,
+        /// Their ids there, comma-separated.
+        #[arg(long, value_delimiter = ',', required = true)]
+        ids: Vec<i64>,
+        /// Who gets them (phone, id or `me`).
+        #[arg(long)]
+        to: String,
+        /// Send them as your own, without the forward header.
+        #[arg(long)]
+        drop_author: bool,
+    },
     /// Streams updates from the device's pts; applies only contiguous ones, filling gaps with getDifference.
     Watch {
         /// Stop after this many updates applied (default: run until Ctrl-C).
@@ -137,8 +154,21 @@ enum Command {
 
 fn show(m: &Message) -> String {
     let dir = if m.out { "→" } else { "←" };
+    let forwarded = match &m.fwd_from {
+        Some(f) => {
+            let saved = match f.saved_from_peer.and_then(|p| p.user_id()) {
+                Some(peer) => format!(", saved from peer {peer} #{}", f.saved_from_msg_id),
+                None => String::new(),
+            };
+            format!(
+                " [forwarded from {} #{} of {}{saved}]",
+                f.from_user_id, f.msg_id, f.date
+            )
+        }
+        None => String::new(),
+    };
     format!(
-        "#{} {dir} peer {} from {}: {}",
+        "#{} {dir} peer {} from {}{forwarded}: {}",
         m.id,
         m.peer_user(),
         m.from_user_id,
@@ -228,6 +258,12 @@ async fn main() -> anyhow::Result<()> {
             reply_to,
         } => send(&path, &to, text, random_id, reply_to).await?,
         Command::Edit { with, id, text } => edit(&path, &with, id, text).await?,
+        Command::Forward {
+            from,
+            ids,
+            to,
+            drop_author,
+        } => forward(&path, &from, ids, &to, drop_author).await?,
         Command::Watch { count, timeout } => watch(&path, count, timeout).await?,
         Command::Difference => difference(&path).await?,
         Command::History {
@@ -349,6 +385,41 @@ async fn edit(path: &std::path::Path, with: &str, id: i64, text: String) -> anyh
     c.apply_own(path, edited_update(edited))
 }
 
+/// Forwards messages; applies the device's own updates, in order, while they continue the
+/// device's state.
+async fn forward(
+    path: &std::path::Path,
+    from: &str,
+    ids: Vec<i64>,
+    to: &str,
+    drop_author: bool,
+) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let from_peer = input_peer(&c.client, from).await?;
+    let to_peer = input_peer(&c.client, to).await?;
+    let random_ids = ids
+        .iter()
+        .map(|_| rand::random_range(1..i64::MAX))
+        .collect();
+    let forwarded = c
+        .client
+        .forward_messages(ForwardMessagesRequest {
+            from_peer: Some(from_peer),
+            ids,
+            random_ids,
+            to_peer: Some(to_peer),
+            drop_author,
+            ..Default::default()
+        })
+        .await?;
+    for sent in forwarded.sent {
+        let m = sent.message.as_ref().context("no message in the answer")?;
+        println!("forwarded {} (pts {})", show(m), sent.pts);
+        c.apply_own(path, sent_update(sent))?;
+    }
+    Ok(())
+}
+
 /// Fetches and applies everything after the device's pts.
 async fn difference(path: &std::path::Path) -> anyhow::Result<()> {
     let mut c = DeviceClient::open(path).await?;
@@ -452,9 +523,48 @@ async fn watch(
 }
 
 /// A user id from a phone number (`+…`) or a plain id.
+/// A peer named by phone, id, or `me` (the user herself: Saved Messages).
+async fn input_peer(c: &Client, who: &str) -> anyhow::Result<InputPeer> {
+    Ok(match who {
+        "me" => InputPeer::me(),
+        who => InputPeer::user(resolve(c, who).await?),
+    })
+}
+
 async fn resolve(c: &Client, who: &str) -> anyhow::Result<i64> {
     if let Some(phone) = who.strip_prefix('+') {
         return Ok(c.resolve_phone(phone).await?.id);
     }
     who.parse().context("name a user by id or by +phone")
+}
+
+#[cfg(test)]
+mod tests {
+    use oxigram_proto::types::v1::{MessageFwdHeader, Peer};
+
+    use super::*;
+
+    #[test]
+    fn a_forward_shows_its_header() {
+        let mut m = Message {
+            id: 3,
+            peer_id: Some(oxigram_proto::types::v1::Peer::user(1)),
+            from_user_id: 1,
+            out: true,
+            text: "pass it on".into(),
+            ..Default::default()
+        };
+        assert_eq!(show(&m), "#3 → peer 1 from 1: pass it on");
+        m.fwd_from = Some(MessageFwdHeader {
+            from_user_id: 7,
+            date: 1000,
+            msg_id: 5,
+            saved_from_peer: Some(Peer::user(2)),
+            saved_from_msg_id: 9,
+        });
+        assert_eq!(
+            show(&m),
+            "#3 → peer 1 from 1 [forwarded from 7 #5 of 1000, saved from peer 2 #9]: pass it on"
+        );
+    }
 }

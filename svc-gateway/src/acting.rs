@@ -32,6 +32,7 @@ macro_rules! acting {
 
 acting! {
     messages::SendMessageRequest { sender_id, auth_key_id } = types::SendMessageRequest;
+    messages::ForwardMessagesRequest { owner_id, auth_key_id } = types::ForwardMessagesRequest;
     messages::EditMessageRequest { owner_id, auth_key_id } = types::EditMessageRequest;
     messages::GetHistoryRequest { owner_id } = types::GetHistoryRequest;
     messages::GetMessagesRequest { owner_id } = types::GetMessagesRequest;

@@ -7,10 +7,11 @@ use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
         AffectedMessages, BlockRequest, BlockResponse, Blocked, EditMessageRequest,
-        EditMessageResponse, FoundMessages, GetBlockedRequest, GetHistoryRequest,
-        GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate,
-        ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse, SearchRequest,
-        SendMessageRequest, SendMessageResponse, messages_server::Messages,
+        EditMessageResponse, ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages,
+        GetBlockedRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
+        MessagesSlice, OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest,
+        ReceivedMessagesResponse, SearchRequest, SendMessageRequest, SendMessageResponse,
+        messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -28,11 +29,21 @@ pub struct MessagesApi(pub Arc<Gateway>);
 pub const MAX_CLIENT_MESSAGE_IDS: usize = 200;
 
 impl Gateway {
-    /// The users named by these messages (senders and peers).
+    /// The users named by these messages (senders, peers, and a forward's original sender and
+    /// the dialog it was saved from).
     pub async fn users_of(&self, messages: &[Message], also: &[i64]) -> Result<Vec<User>, Status> {
+        let forwarded = messages.iter().filter_map(|m| m.fwd_from).flat_map(|f| {
+            [
+                Some(f.from_user_id),
+                f.saved_from_peer.and_then(|p| p.user_id()),
+            ]
+            .into_iter()
+            .flatten()
+        });
         let mut ids: Vec<i64> = messages
             .iter()
             .flat_map(|m| [m.from_user_id, m.peer_user()])
+            .chain(forwarded)
             .chain(also.iter().copied())
             .collect();
         ids.sort_unstable();
@@ -101,6 +112,22 @@ impl Messages for MessagesApi {
         let request = messages_svc::SendMessageRequest::acting(me, request);
         let sent = self.0.messages.clone().send_message(request).await;
         sent.map_err(forward)
+    }
+
+    async fn forward_messages(
+        &self,
+        request: Request<ForwardMessagesRequest>,
+    ) -> Result<Response<ForwardMessagesResponse>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        // The dialog forwarded from needs no check: the caller's boxes are looked up in it.
+        let to = oxigram_proto::resolve_peer(request.to_peer.as_ref(), me.user_id);
+        self.0.check_peer(to.unwrap_or(0)).await?;
+        if let Err(wait) = self.0.send_limiter.check(me.user_id).await {
+            return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
+        }
+        let request = messages_svc::ForwardMessagesRequest::acting(me, request);
+        let forwarded = self.0.messages.clone().forward_messages(request).await;
+        forwarded.map_err(forward)
     }
 
     async fn edit_message(

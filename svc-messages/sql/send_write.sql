@@ -3,7 +3,9 @@
 -- sends whose reply was invalid (primary key of idempotency_keys), so that a corrected retry
 -- may use them. The outbox rows follow these items in the same statement.
 bodies AS (
-    INSERT INTO message_bodies (id, sender_id, recipient_id, text, date, silent, noforwards)
+    INSERT INTO message_bodies (id, sender_id, recipient_id, text, date, silent, noforwards,
+                                fwd_from_user_id, fwd_date, fwd_msg_id,
+                                fwd_saved_from_user_id, fwd_saved_from_msg_id)
     SELECT * FROM {bodies}
 ), boxes AS (
     INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)

@@ -2,7 +2,8 @@
 //! one, and their events reach svc-updates in one Append, so a burst of sends costs a few
 //! transactions and calls instead of one each. There is no added delay: a lone send starts
 //! its transaction at once. Every send of a group whose transaction failed runs again as a
-//! group of its own.
+//! group of its own. A forward of several messages is one job: its sends share a transaction
+//! and it is answered once, when all of them are.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -24,10 +25,12 @@ pub const MAX_GROUP: usize = 256;
 /// Sends waiting before callers feel backpressure.
 const QUEUE: usize = 4096;
 
-type Reply = oneshot::Sender<Result<SendMessageResponse, Status>>;
+/// The answer of a job: one response per send, in order.
+type Reply = oneshot::Sender<Result<Vec<SendMessageResponse>, Status>>;
 
+/// The sends of one call (a send, or the forwards of a call), answered together.
 struct Job {
-    send: NewMessage,
+    sends: Vec<NewMessage>,
     reply: Reply,
 }
 
@@ -62,9 +65,21 @@ impl GroupCommit {
     /// Sends in the next shared transaction; the answer carries the sender's pts (0 when
     /// svc-updates did not answer in time: the relay delivers and getDifference catches up).
     pub async fn send(&self, send: NewMessage) -> Result<SendMessageResponse, Status> {
+        self.send_all(vec![send])
+            .await?
+            .pop()
+            .ok_or_else(|| status(ErrorCode::Internal, "a send got no answer"))
+    }
+
+    /// Sends these in the same transaction (at most [`MAX_GROUP`]); one answer per send, in
+    /// order, or the refusal of the first send refused.
+    pub async fn send_all(
+        &self,
+        sends: Vec<NewMessage>,
+    ) -> Result<Vec<SendMessageResponse>, Status> {
         let (reply, answer) = oneshot::channel();
         self.queue
-            .send(Job { send, reply })
+            .send(Job { sends, reply })
             .await
             .map_err(|_| status(ErrorCode::Unavailable, "the send queue is closed"))?;
         answer
@@ -75,11 +90,15 @@ impl GroupCommit {
 
 async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
     loop {
-        let Some(jobs) = next_batch(&mut *rx.lock().await, MAX_GROUP, |_| 1).await else {
+        let Some(jobs) = next_batch(&mut *rx.lock().await, MAX_GROUP, |j| j.sends.len()).await
+        else {
             return;
         };
-        let (sends, replies): (Vec<NewMessage>, Vec<Reply>) =
-            jobs.into_iter().map(|j| (j.send, j.reply)).unzip();
+        // Each job's sends, in order, and how many each job has.
+        let sizes: Vec<usize> = jobs.iter().map(|j| j.sends.len()).collect();
+        let (sends, replies): (Vec<Vec<NewMessage>>, Vec<Reply>) =
+            jobs.into_iter().map(|j| (j.sends, j.reply)).unzip();
+        let sends: Vec<NewMessage> = sends.into_iter().flatten().collect();
         let span = tracing::info_span!("messages.send_group", sends = sends.len());
         oxigram_telemetry::propagation::continue_stored(
             &span,
@@ -91,63 +110,85 @@ async fn run(rx: Arc<Mutex<mpsc::Receiver<Job>>>, sender: Arc<Sender>) {
         {
             // The hand-off runs beside the next group's transaction.
             Ok(outcomes) => {
-                tokio::spawn(hand_off(sender.clone(), sends, outcomes, replies).instrument(span));
+                tokio::spawn(
+                    hand_off(sender.clone(), sends, outcomes, sizes, replies).instrument(span),
+                );
             }
             Err(err) => {
                 // A lost connection makes the pool test its idle ones before the sends run
                 // alone, so they do not land on connections dead for the same reason.
                 oxigram_storage::health::note(&err);
                 tracing::warn!(parent: &span, error = %err, sends = sends.len(), "a shared send transaction failed; each send runs on its own");
-                for (send, reply) in sends.into_iter().zip(replies) {
-                    spawn_alone(sender.clone(), send, reply);
+                let mut sends = sends.into_iter();
+                for (size, reply) in sizes.into_iter().zip(replies) {
+                    spawn_alone(sender.clone(), sends.by_ref().take(size).collect(), reply);
                 }
             }
         }
     }
 }
 
-/// Hands the group's events to svc-updates in one call and answers each send.
+/// Hands the group's events to svc-updates in one call and answers each job (`sizes`: how
+/// many of the sends, in order, each job has).
 async fn hand_off(
     sender: Arc<Sender>,
     sends: Vec<NewMessage>,
     outcomes: Vec<SendOutcome>,
+    sizes: Vec<usize>,
     replies: Vec<Reply>,
 ) {
-    let (mut events, mut rows, mut waiting) = (vec![], vec![], vec![]);
-    for ((send, outcome), reply) in sends.into_iter().zip(outcomes).zip(replies) {
-        match outcome {
-            SendOutcome::Sent(Sent {
-                message,
-                updates_events,
-                updates_rows,
-            }) => {
-                let own = updates_events
-                    .iter()
-                    .find(|e| e.user_id == send.sender_id)
-                    .map(|e| e.event_id.clone())
-                    .unwrap_or_default();
-                waiting.push((own, message, reply));
-                events.extend(updates_events);
-                rows.extend(updates_rows);
+    let (mut events, mut rows) = (vec![], vec![]);
+    // Each job still to answer, with the sender's event id and message of each of its sends.
+    let mut waiting = Vec::with_capacity(replies.len());
+    let mut sent = sends.into_iter().zip(outcomes);
+    for (size, reply) in sizes.into_iter().zip(replies) {
+        let mut answers = Vec::with_capacity(size);
+        let mut refused = None;
+        for (send, outcome) in sent.by_ref().take(size) {
+            match outcome {
+                SendOutcome::Sent(Sent {
+                    message,
+                    updates_events,
+                    updates_rows,
+                }) => {
+                    let own = updates_events
+                        .iter()
+                        .find(|e| e.user_id == send.sender_id)
+                        .map(|e| e.event_id.clone())
+                        .unwrap_or_default();
+                    answers.push((own, message));
+                    events.extend(updates_events);
+                    rows.extend(updates_rows);
+                }
+                // Its event went to svc-updates with the first send: asked again, it answers
+                // the pts that send got.
+                SendOutcome::Replayed { message, event } => {
+                    answers.push((event.event_id.clone(), message));
+                    events.push(event);
+                }
+                SendOutcome::KeyReused => {
+                    refused.get_or_insert_with(|| {
+                        status(
+                            ErrorCode::RandomIdDuplicate,
+                            "random_id was already used for a different message",
+                        )
+                    });
+                }
+                SendOutcome::ReplyInvalid => {
+                    refused.get_or_insert_with(|| {
+                        status(
+                            ErrorCode::ReplyMessageIdInvalid,
+                            "reply_to_msg_id names no message of this chat",
+                        )
+                    });
+                }
             }
-            // Its event went to svc-updates with the first send: asked again, it answers the
-            // pts that send got.
-            SendOutcome::Replayed { message, event } => {
-                waiting.push((event.event_id.clone(), message, reply));
-                events.push(event);
+        }
+        match refused {
+            Some(refusal) => {
+                let _ = reply.send(Err(refusal));
             }
-            SendOutcome::KeyReused => {
-                let _ = reply.send(Err(status(
-                    ErrorCode::RandomIdDuplicate,
-                    "random_id was already used for a different message",
-                )));
-            }
-            SendOutcome::ReplyInvalid => {
-                let _ = reply.send(Err(status(
-                    ErrorCode::ReplyMessageIdInvalid,
-                    "reply_to_msg_id names no message of this chat",
-                )));
-            }
+            None => waiting.push((answers, reply)),
         }
     }
     if waiting.is_empty() {
@@ -162,24 +203,36 @@ async fn hand_off(
         .into_iter()
         .map(|a| (a.event_id, (a.pts, a.pts_count)))
         .collect();
-    for (event_id, message, reply) in waiting {
-        let (pts, pts_count) = appended.get(&event_id).copied().unwrap_or((0, 0));
-        let _ = reply.send(Ok(SendMessageResponse {
-            message: Some(message),
-            pts,
-            pts_count,
-        }));
+    for (answers, reply) in waiting {
+        let responses = answers
+            .into_iter()
+            .map(|(event_id, message)| {
+                let (pts, pts_count) = appended.get(&event_id).copied().unwrap_or((0, 0));
+                SendMessageResponse {
+                    message: Some(message),
+                    pts,
+                    pts_count,
+                }
+            })
+            .collect();
+        let _ = reply.send(Ok(responses));
     }
 }
 
-/// A send of a group whose transaction failed, as a group of one.
-fn spawn_alone(sender: Arc<Sender>, send: NewMessage, reply: Reply) {
-    let span = tracing::info_span!("messages.send_alone");
-    oxigram_telemetry::propagation::continue_stored(&span, send.traceparent.as_deref());
+/// The sends of a job of a group whose transaction failed, as a group of their own.
+fn spawn_alone(sender: Arc<Sender>, sends: Vec<NewMessage>, reply: Reply) {
+    let span = tracing::info_span!("messages.send_alone", sends = sends.len());
+    oxigram_telemetry::propagation::continue_stored(
+        &span,
+        sends.iter().filter_map(|s| s.traceparent.as_deref()),
+    );
     tokio::spawn(
         async move {
-            match send::send(&sender.pool, &sender.outbox, std::slice::from_ref(&send)).await {
-                Ok(outcomes) => hand_off(sender, vec![send], outcomes, vec![reply]).await,
+            match send::send(&sender.pool, &sender.outbox, &sends).await {
+                Ok(outcomes) => {
+                    let sizes = vec![sends.len()];
+                    hand_off(sender, sends, outcomes, sizes, vec![reply]).await
+                }
                 Err(err) => {
                     let _ = reply.send(Err(Error::from(err).into()));
                 }

@@ -2,7 +2,7 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::types::v1::{Message, Peer, SendMessageRequest};
+use oxigram_proto::types::v1::{Message, MessageFwdHeader, Peer, SendMessageRequest};
 use oxigram_storage::batch_row;
 
 batch_row! {
@@ -17,6 +17,12 @@ batch_row! {
         pub date: i64,
         pub silent: bool,
         pub noforwards: bool,
+        /// The forward header, all 0 when the message is not a forward (see [`FwdColumns`]).
+        pub fwd_from_user_id: i64,
+        pub fwd_date: i64,
+        pub fwd_msg_id: i64,
+        pub fwd_saved_from_user_id: i64,
+        pub fwd_saved_from_msg_id: i64,
     }
 }
 
@@ -50,14 +56,17 @@ impl BoxRow {
 }
 
 impl BodyRow {
-    /// The body of a new message `id` to `recipient_id`, sent now (`date`).
+    /// The body of a new message `id` to `recipient_id`, sent now (`date`), a forward when it
+    /// has a header.
     pub fn new(
         id: i64,
         sender_id: i64,
         recipient_id: i64,
         request: &SendMessageRequest,
+        fwd_from: Option<&MessageFwdHeader>,
         date: i64,
     ) -> Self {
+        let fwd = FwdColumns::of(fwd_from);
         Self {
             id,
             sender_id,
@@ -66,6 +75,22 @@ impl BodyRow {
             date,
             silent: request.silent,
             noforwards: request.noforwards,
+            fwd_from_user_id: fwd.fwd_from_user_id,
+            fwd_date: fwd.fwd_date,
+            fwd_msg_id: fwd.fwd_msg_id,
+            fwd_saved_from_user_id: fwd.fwd_saved_from_user_id,
+            fwd_saved_from_msg_id: fwd.fwd_saved_from_msg_id,
+        }
+    }
+
+    /// The body's forward header columns.
+    fn fwd(&self) -> FwdColumns {
+        FwdColumns {
+            fwd_from_user_id: self.fwd_from_user_id,
+            fwd_date: self.fwd_date,
+            fwd_msg_id: self.fwd_msg_id,
+            fwd_saved_from_user_id: self.fwd_saved_from_user_id,
+            fwd_saved_from_msg_id: self.fwd_saved_from_msg_id,
         }
     }
 
@@ -90,6 +115,7 @@ impl BodyRow {
             silent: self.silent,
             noforwards: self.noforwards,
             edit_date: 0,
+            fwd_from: self.fwd().header(),
         }
     }
 }
@@ -109,6 +135,8 @@ pub struct MessageRow {
     pub silent: bool,
     pub noforwards: bool,
     pub edit_date: i64,
+    #[sqlx(flatten)]
+    pub fwd: FwdColumns,
 }
 
 impl From<MessageRow> for Message {
@@ -124,6 +152,47 @@ impl From<MessageRow> for Message {
             silent: r.silent,
             noforwards: r.noforwards,
             edit_date: r.edit_date,
+            fwd_from: r.fwd.header(),
         }
+    }
+}
+
+/// A forward header as a body stores it: `fwd_from_user_id` 0 when the message is not a
+/// forward, `fwd_saved_from_user_id` 0 outside Saved Messages.
+#[derive(sqlx::FromRow, Clone, Copy, Default)]
+pub struct FwdColumns {
+    pub fwd_from_user_id: i64,
+    pub fwd_date: i64,
+    pub fwd_msg_id: i64,
+    pub fwd_saved_from_user_id: i64,
+    pub fwd_saved_from_msg_id: i64,
+}
+
+impl FwdColumns {
+    /// The columns of a header (all 0 for none).
+    pub fn of(header: Option<&MessageFwdHeader>) -> Self {
+        header.map_or_else(Self::default, |h| Self {
+            fwd_from_user_id: h.from_user_id,
+            fwd_date: h.date,
+            fwd_msg_id: h.msg_id,
+            fwd_saved_from_user_id: h
+                .saved_from_peer
+                .as_ref()
+                .and_then(Peer::user_id)
+                .unwrap_or(0),
+            fwd_saved_from_msg_id: h.saved_from_msg_id,
+        })
+    }
+
+    /// The header these columns hold, if the message is a forward.
+    pub fn header(&self) -> Option<MessageFwdHeader> {
+        (self.fwd_from_user_id != 0).then(|| MessageFwdHeader {
+            from_user_id: self.fwd_from_user_id,
+            date: self.fwd_date,
+            msg_id: self.fwd_msg_id,
+            saved_from_peer: (self.fwd_saved_from_user_id != 0)
+                .then(|| Peer::user(self.fwd_saved_from_user_id)),
+            saved_from_msg_id: self.fwd_saved_from_msg_id,
+        })
     }
 }

@@ -16,7 +16,7 @@ use std::{collections::HashSet, sync::LazyLock};
 
 use oxigram_outbox::{NewRow, Outbox, Staged};
 use oxigram_proto::types::v1::{
-    Message, SendMessageRequest, Update, UpdateNewMessage, UserEvent, update,
+    Message, MessageFwdHeader, SendMessageRequest, Update, UpdateNewMessage, UserEvent, update,
 };
 use oxigram_storage::{
     batch_row,
@@ -38,8 +38,10 @@ pub struct NewMessage {
     pub peer_id: i64,
     /// The sender's device, which has the result already and gets no push.
     pub auth_key_id: i64,
-    /// The client's request as the service checked it.
+    /// The client's request as the service checked it (a forward's: the source's content).
     pub request: SendMessageRequest,
+    /// A forward's header (none for a send, or a forward that drops the author).
+    pub fwd_from: Option<MessageFwdHeader>,
     /// What makes two sends with one key the same request.
     pub request_hash: Vec<u8>,
     /// The trace of the request: the events continue it.
@@ -209,7 +211,14 @@ async fn send_distinct(
                     Reply::Found { recipient_box_id } => recipient_box_id,
                     Reply::None | Reply::Invalid => 0,
                 };
-                let body = BodyRow::new(body_id, m.sender_id, m.peer_id, &m.request, now);
+                let body = BodyRow::new(
+                    body_id,
+                    m.sender_id,
+                    m.peer_id,
+                    &m.request,
+                    m.fwd_from.as_ref(),
+                    now,
+                );
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
                     .map(|&(owner, box_id)| {
@@ -372,23 +381,15 @@ async fn claim(
     Ok(claims)
 }
 
-/// The outcomes of sends whose keys were used before, in order: the original message when
-/// the request is the same, else a reused key.
-async fn replays(
-    tx: &mut PgConnection,
+/// The keys of these sends that were used before, as their first sends wrote them
+/// (sql/used_keys.sql).
+async fn used_keys(
+    db: impl sqlx::PgExecutor<'_>,
     sends: &[&NewMessage],
-) -> Result<Vec<SendOutcome>, sqlx::Error> {
-    if sends.is_empty() {
-        return Ok(vec![]);
-    }
+) -> Result<Vec<UsedKey>, sqlx::Error> {
     static USED_KEYS: LazyLock<String> = LazyLock::new(|| {
         Statement::new(include_str!("../sql/used_keys.sql"))
             .rows::<KeyRow>("keys")
-            .into_sql()
-    });
-    static BOXES_OF_BODIES: LazyLock<String> = LazyLock::new(|| {
-        Statement::new(&messages_of(include_str!("../sql/boxes_of_bodies.sql")))
-            .rows::<BodyOf>("bodies")
             .into_sql()
     });
     let keys: Vec<KeyRow> = sends
@@ -398,9 +399,40 @@ async fn replays(
             random_id: m.request.random_id,
         })
         .collect();
-    let used: Vec<UsedKey> = KeyRow::bind(&keys, sqlx::query_as(USED_KEYS.as_str()))
-        .fetch_all(&mut *tx)
-        .await?;
+    KeyRow::bind(&keys, sqlx::query_as(USED_KEYS.as_str()))
+        .fetch_all(db)
+        .await
+}
+
+/// Whether a key of these sends was used before for a different request: they would be
+/// refused with `RANDOM_ID_DUPLICATE`. Asked before sending by a caller whose sends must all
+/// be stored or none (a forward); a send alone needs no such question.
+pub async fn any_key_reused(pool: &PgPool, sends: &[NewMessage]) -> Result<bool, sqlx::Error> {
+    let sends: Vec<&NewMessage> = sends.iter().collect();
+    let used = used_keys(pool, &sends).await?;
+    Ok(used.iter().any(|k| {
+        sends
+            .iter()
+            .find(|m| m.sender_id == k.sender_id && m.request.random_id == k.random_id)
+            .is_some_and(|m| m.request_hash != k.request_hash)
+    }))
+}
+
+/// The outcomes of sends whose keys were used before, in order: the original message when
+/// the request is the same, else a reused key.
+async fn replays(
+    tx: &mut PgConnection,
+    sends: &[&NewMessage],
+) -> Result<Vec<SendOutcome>, sqlx::Error> {
+    if sends.is_empty() {
+        return Ok(vec![]);
+    }
+    static BOXES_OF_BODIES: LazyLock<String> = LazyLock::new(|| {
+        Statement::new(&messages_of(include_str!("../sql/boxes_of_bodies.sql")))
+            .rows::<BodyOf>("bodies")
+            .into_sql()
+    });
+    let used = used_keys(&mut *tx, sends).await?;
     // The body of each send replayed with its original request.
     let replayed: Vec<Option<i64>> = sends
         .iter()

@@ -4,12 +4,15 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, EditMessageRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
-        messages_server::Messages,
+        BlockRequest, EditMessageRequest, ForwardMessagesRequest, GetBlockedRequest,
+        GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList, SearchRequest,
+        SearchResponse, SendMessageRequest, messages_server::Messages,
     },
     require_peer,
-    types::v1::{self as types, BlockResponse, EditMessageResponse, SendMessageResponse},
+    types::v1::{
+        self as types, BlockResponse, EditMessageResponse, ForwardMessagesResponse,
+        SendMessageResponse,
+    },
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
@@ -19,9 +22,10 @@ use oxigram_outbox::Outbox;
 
 use crate::{
     edit::{self, Edit, EditOutcome},
+    forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
-    send::NewMessage,
+    send::{self, NewMessage},
     store::{self, HistoryWindow, SearchQuery},
 };
 
@@ -149,9 +153,44 @@ impl Messages for MessagesService {
             auth_key_id,
             request_hash: request_hash(peer_id, &r),
             request: r,
+            fwd_from: None,
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
         Ok(Response::new(self.group.send(new).await?))
+    }
+
+    async fn forward_messages(
+        &self,
+        request: Request<ForwardMessagesRequest>,
+    ) -> Result<Response<ForwardMessagesResponse>, Status> {
+        let ForwardMessagesRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let forward = Forward::check(
+            owner_id,
+            auth_key_id,
+            request.unwrap_or_default(),
+            oxigram_telemetry::propagation::current_traceparent(),
+        )?;
+        let sources = store::by_ids(&self.pool, owner_id, &forward.request.ids)
+            .await
+            .map_err(Error::from)?;
+        let sends = forward.sends(&sources)?;
+        // A key reused for another message would refuse its send alone, after the others of
+        // the call were stored: the call is refused first, whole.
+        if send::any_key_reused(&self.pool, &sends)
+            .await
+            .map_err(Error::from)?
+        {
+            return Err(status(
+                ErrorCode::RandomIdDuplicate,
+                "a random_id was already used for a different message",
+            ));
+        }
+        let sent = self.group.send_all(sends).await?;
+        Ok(Response::new(ForwardMessagesResponse { sent }))
     }
 
     async fn edit_message(

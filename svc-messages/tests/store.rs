@@ -1,15 +1,16 @@
 //! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
-//! events and outbox rows, replays, replies, blocks), the edit transaction, and the owner-view
-//! reads, search included.
+//! events and outbox rows, replays, replies, blocks, forwards), the edit transaction, and the
+//! owner-view reads, search included.
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    EditMessageRequest, InputPeer, Message, SendMessageRequest, update,
+    EditMessageRequest, ForwardMessagesRequest, InputPeer, Message, SendMessageRequest, update,
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
     edit::{self, Edit, EditOutcome},
+    forward::Forward,
     send::{self, NewMessage, SendOutcome, Sent},
     store::{self, HistoryWindow, SearchQuery},
 };
@@ -52,6 +53,7 @@ fn replying(sender: i64, peer: i64, random_id: i64, text: &str, reply_to: i64) -
             noforwards: false,
         },
         request_hash: format!("{peer}/{reply_to}/{text}").into_bytes(),
+        fwd_from: None,
         traceparent: None,
     }
 }
@@ -342,6 +344,287 @@ async fn a_blocked_sender_keeps_her_own_box_only() -> anyhow::Result<()> {
     let after = send_one(&db, &outbox, new(ANN, BOB, 2, "now?")).await?;
     assert_eq!(sent(&after)?.updates_events.len(), 2);
     assert_eq!(by_ids(&db, BOB, &[2]).await?.len(), 1);
+    Ok(())
+}
+
+/// `owner`'s forward of her messages `ids` in the dialog with `from` to `to`, keys from
+/// `first_key` up, as the service makes it: its sources read by id, then one send each, in one
+/// batch.
+async fn forward(
+    db: &Migrated,
+    outbox: &Outbox,
+    owner: i64,
+    (from, ids, to): (i64, &[i64], InputPeer),
+    first_key: i64,
+    drop_author: bool,
+) -> anyhow::Result<Result<Vec<SendOutcome>, String>> {
+    let request = ForwardMessagesRequest {
+        from_peer: Some(InputPeer::user(from)),
+        random_ids: (first_key..).take(ids.len()).collect(),
+        ids: ids.to_vec(),
+        to_peer: Some(to),
+        drop_author,
+        ..Default::default()
+    };
+    let refused = |s: tonic::Status| oxigram_errors::code_of(&s).unwrap_or_default();
+    let f = match Forward::check(owner, 7, request, None) {
+        Ok(f) => f,
+        Err(s) => return Ok(Err(refused(s))),
+    };
+    let sources = store::by_ids(&db.pool, owner, &f.request.ids).await?;
+    let sends = match f.sends(&sources) {
+        Ok(sends) => sends,
+        Err(s) => return Ok(Err(refused(s))),
+    };
+    Ok(Ok(send::send(&db.pool, outbox, &sends).await?))
+}
+
+fn header(m: &Message) -> Option<(i64, i64, i64, i64, i64)> {
+    m.fwd_from.map(|h| {
+        (
+            h.from_user_id,
+            h.date,
+            h.msg_id,
+            h.saved_from_peer.and_then(|p| p.user_id()).unwrap_or(0),
+            h.saved_from_msg_id,
+        )
+    })
+}
+
+#[tokio::test]
+async fn a_forward_is_a_send_with_its_header_in_every_owners_view() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let original = send_one(&db, &outbox, new(ANN, BOB, 1, "pass it on")).await?;
+    let original = sent(&original)?.message.clone();
+    send_one(&db, &outbox, new(BOB, ANN, 1, "will do")).await?; // Bob 2
+
+    // Bob forwards Ann's message (his box 1) and his answer to Carol.
+    let outcomes = forward(
+        &db,
+        &outbox,
+        BOB,
+        (ANN, &[2, 1], InputPeer::user(CAROL)),
+        10,
+        false,
+    )
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    let all = outcomes
+        .iter()
+        .map(sent)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let first = (ANN, original.date, 1, 0, 0);
+    let answer_date = by_ids(&db, BOB, &[2]).await?[0].date;
+    let own = (BOB, answer_date, 2, 0, 0);
+    let bob_sees: Vec<_> = all
+        .iter()
+        .map(|s| (s.message.id, s.message.text.as_str(), header(&s.message)))
+        .collect();
+    assert_eq!(
+        bob_sees,
+        [(3, "will do", Some(own)), (4, "pass it on", Some(first))]
+    );
+    // Carol's view, by id and in her events, has the same headers; so do Bob's boxes.
+    let carol = by_ids(&db, CAROL, &[1, 2]).await?;
+    assert_eq!(
+        carol
+            .iter()
+            .map(|m| (m.from_user_id, m.peer_user(), m.out, header(m)))
+            .collect::<Vec<_>>(),
+        [(BOB, BOB, false, Some(own)), (BOB, BOB, false, Some(first))]
+    );
+    let in_events: Vec<_> = all
+        .iter()
+        .flat_map(|s| &s.updates_events)
+        .filter_map(|e| match e.update.as_ref().and_then(|u| u.kind.as_ref()) {
+            Some(update::Kind::NewMessage(n)) => n.message.as_ref().map(|m| (e.user_id, header(m))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        in_events,
+        [
+            (BOB, Some(own)),
+            (CAROL, Some(own)),
+            (BOB, Some(first)),
+            (CAROL, Some(first))
+        ]
+    );
+    let bob = by_ids(&db, BOB, &[3, 4]).await?;
+    assert_eq!(
+        bob.iter().map(header).collect::<Vec<_>>(),
+        [Some(own), Some(first)]
+    );
+
+    // Carol saves the forward of Ann's message: Ann stays the author; it was saved from Bob's
+    // dialog, her box 2.
+    let saved = forward(&db, &outbox, CAROL, (BOB, &[2], InputPeer::me()), 1, false)
+        .await?
+        .map_err(anyhow::Error::msg)?;
+    let saved = &sent(&saved[0])?.message;
+    assert_eq!(
+        (saved.peer_user(), header(saved)),
+        (CAROL, Some((ANN, original.date, 1, BOB, 2)))
+    );
+    assert_eq!(
+        header(&by_ids(&db, CAROL, &[saved.id]).await?[0]),
+        header(saved)
+    );
+    // Without the author: Carol's own message, no header; search finds it as any message.
+    let dropped = forward(
+        &db,
+        &outbox,
+        CAROL,
+        (BOB, &[2], InputPeer::user(ANN)),
+        2,
+        true,
+    )
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    let dropped = &sent(&dropped[0])?.message;
+    assert_eq!(
+        (dropped.from_user_id, dropped.text.as_str(), header(dropped)),
+        (CAROL, "pass it on", None)
+    );
+    let found = store::search(
+        &db.pool,
+        &SearchQuery {
+            owner: CAROL,
+            ..search_of("pass it")
+        },
+    )
+    .await?;
+    assert_eq!(
+        found.iter().map(header).collect::<Vec<_>>(),
+        [None, Some((ANN, original.date, 1, BOB, 2)), Some(first)]
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn forwards_replay_by_key_and_refuse_bad_sources_whole() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send_one(&db, &outbox, new(ANN, BOB, 1, "free")).await?; // Ann 1, Bob 1
+    let mut protected = new(ANN, BOB, 2, "protected");
+    protected.request.noforwards = true;
+    send_one(&db, &outbox, protected).await?; // Ann 2, Bob 2
+    send_one(&db, &outbox, new(ANN, CAROL, 3, "to carol")).await?; // Ann 3
+    let first = forward(
+        &db,
+        &outbox,
+        BOB,
+        (ANN, &[1], InputPeer::user(CAROL)),
+        10,
+        false,
+    )
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    let first = sent(&first[0])?.message.clone();
+
+    // (Bob's forward: from, ids, first key, what it becomes)
+    let kinds = |r: Result<Vec<SendOutcome>, String>| match r {
+        Ok(outcomes) => outcomes.iter().map(kind).collect::<Vec<_>>().join(","),
+        Err(code) => code,
+    };
+    let cases: [(i64, &[i64], i64, &str); 7] = [
+        // The same forward again: the original message.
+        (ANN, &[1], 10, "replayed"),
+        // Refused by its sources before any key is looked at.
+        (ANN, &[2], 10, "CHAT_FORWARDS_RESTRICTED"),
+        (CAROL, &[1], 10, "MESSAGE_ID_INVALID"),
+        (ANN, &[1, 99], 20, "MESSAGE_ID_INVALID"),
+        (ANN, &[1, 2], 20, "CHAT_FORWARDS_RESTRICTED"),
+        (ANN, &[], 20, "MESSAGE_IDS_EMPTY"),
+        (ANN, &[1, 1], 10, "replayed,sent"),
+    ];
+    for (from, ids, key, expected) in cases {
+        let got = forward(
+            &db,
+            &outbox,
+            BOB,
+            (from, ids, InputPeer::user(CAROL)),
+            key,
+            false,
+        )
+        .await?;
+        if let Ok(outcomes) = &got
+            && let Some(SendOutcome::Replayed { message, .. }) = outcomes.first()
+        {
+            assert_eq!(message, &first);
+        }
+        assert_eq!(kinds(got), expected, "{from} {ids:?} {key}");
+    }
+    // Asked before a forward is sent: a key used for something else (10), beside a new one.
+    let sources = by_ids(&db, BOB, &[1]).await?;
+    for (to, drop_author, reused) in [
+        (CAROL, false, false),
+        (CAROL, true, true),
+        (ANN, false, true),
+    ] {
+        let request = ForwardMessagesRequest {
+            from_peer: Some(InputPeer::user(ANN)),
+            ids: vec![1, 1],
+            random_ids: vec![10, 12],
+            to_peer: Some(InputPeer::user(to)),
+            drop_author,
+            ..Default::default()
+        };
+        let sends = Forward::check(BOB, 7, request, None)?.sends(&sources)?;
+        assert_eq!(send::any_key_reused(&db.pool, &sends).await?, reused);
+    }
+    // A key used by a forward is refused for a different forward, as for a send.
+    let reused = forward(
+        &db,
+        &outbox,
+        BOB,
+        (ANN, &[1], InputPeer::user(ANN)),
+        10,
+        false,
+    )
+    .await?;
+    assert_eq!(kinds(reused), "key reused");
+    let reused = forward(
+        &db,
+        &outbox,
+        BOB,
+        (ANN, &[1], InputPeer::user(CAROL)),
+        10,
+        true,
+    )
+    .await?;
+    assert_eq!(kinds(reused), "key reused");
+    // Nothing refused took a box: Carol has the two forwards of Bob's accepted calls.
+    assert_eq!(
+        by_ids(&db, CAROL, &(1..=5).collect::<Vec<_>>())
+            .await?
+            .iter()
+            .map(|m| (m.id, m.peer_user()))
+            .collect::<Vec<_>>(),
+        [(1, ANN), (2, BOB), (3, BOB)]
+    );
+
+    // A forward to a user who blocked the forwarder is a send to her: his box only.
+    store::set_blocked(&db.pool, CAROL, BOB, true).await?;
+    let blocked = forward(
+        &db,
+        &outbox,
+        BOB,
+        (ANN, &[1], InputPeer::user(CAROL)),
+        30,
+        false,
+    )
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    let blocked = sent(&blocked[0])?;
+    assert_eq!(
+        blocked
+            .updates_events
+            .iter()
+            .map(|e| e.user_id)
+            .collect::<Vec<_>>(),
+        [BOB]
+    );
+    assert_eq!(by_ids(&db, CAROL, &[4]).await?.len(), 0);
     Ok(())
 }
 

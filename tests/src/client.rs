@@ -5,8 +5,9 @@ use anyhow::Context;
 use oxigram_client::Client;
 use oxigram_proto::{
     api::v1::{
-        DialogsSlice, Difference, EditMessageRequest, EditMessageResponse, GetDialogsRequest,
-        GetHistoryRequest, SendMessageRequest, SendMessageResponse, StreamEvent, stream_event,
+        DialogsSlice, Difference, EditMessageRequest, EditMessageResponse, ForwardMessagesRequest,
+        GetDialogsRequest, GetHistoryRequest, SendMessageRequest, SendMessageResponse, StreamEvent,
+        stream_event,
     },
     types::v1::{InputPeer, Message, PtsUpdate, User, update},
 };
@@ -92,6 +93,14 @@ impl TestClient {
                 text: text.into(),
             })
             .await?)
+    }
+
+    /// Forwards as this user; the answer to each forward, in request order.
+    pub async fn forward(
+        &self,
+        request: ForwardMessagesRequest,
+    ) -> Result<Vec<SendMessageResponse>, Status> {
+        Ok(self.client.forward_messages(request).await?.sent)
     }
 
     pub async fn difference(&self, pts: i32) -> Result<Difference, Status> {

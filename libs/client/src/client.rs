@@ -6,11 +6,12 @@ use std::time::Duration;
 use oxigram_proto::{
     api::v1::{
         AffectedMessages, CreateAuthKeyRequest, DialogsSlice, Difference, EditMessageRequest,
-        EditMessageResponse, GetDialogsRequest, GetDifferenceRequest, GetHistoryRequest,
-        GetMeRequest, GetStateRequest, MessagesSlice, ReadHistoryRequest, ResolvePhoneRequest,
-        SendCodeRequest, SendMessageRequest, SendMessageResponse, SignInRequest, SignUpRequest,
-        StreamEvent, StreamRequest, auth_client::AuthClient, dialogs_client::DialogsClient,
-        messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
+        EditMessageResponse, ForwardMessagesRequest, ForwardMessagesResponse, GetDialogsRequest,
+        GetDifferenceRequest, GetHistoryRequest, GetMeRequest, GetStateRequest, MessagesSlice,
+        ReadHistoryRequest, ResolvePhoneRequest, SendCodeRequest, SendMessageRequest,
+        SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent, StreamRequest,
+        auth_client::AuthClient, dialogs_client::DialogsClient, messages_client::MessagesClient,
+        updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{InputPeer, UpdatesState, User},
 };
@@ -212,6 +213,18 @@ impl Client {
     ) -> Result<SendMessageResponse, Error> {
         let d = self.deadline;
         d.unary(self.messages().send_message(d.request(request)))
+            .await
+    }
+
+    /// Forwards this user's messages: one round trip for all of them. Each of the answer's
+    /// `sent` is the answer to one send, in request order: hand each to the update stream as
+    /// a send's ([`crate::sent_update`]).
+    pub async fn forward_messages(
+        &self,
+        request: ForwardMessagesRequest,
+    ) -> Result<ForwardMessagesResponse, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().forward_messages(d.request(request)))
             .await
     }
 

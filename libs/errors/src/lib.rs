@@ -27,6 +27,10 @@ pub enum ErrorCode {
     /// The peer blocked the editor: her box of the message is left as it is.
     EditMessagesForbidden,
     RandomIdInvalid,
+    /// A forward names no message ids.
+    MessageIdsEmpty,
+    /// A message to forward is protected (sent with noforwards): the whole forward is refused.
+    ChatForwardsRestricted,
     /// The same random_id was used before with a different message.
     RandomIdDuplicate,
     LimitInvalid,
@@ -87,6 +91,8 @@ impl ErrorCode {
             Self::MessageNotModified => "MESSAGE_NOT_MODIFIED",
             Self::EditMessagesForbidden => "EDIT_MESSAGES_FORBIDDEN",
             Self::RandomIdInvalid => "RANDOM_ID_INVALID",
+            Self::MessageIdsEmpty => "MESSAGE_IDS_EMPTY",
+            Self::ChatForwardsRestricted => "CHAT_FORWARDS_RESTRICTED",
             Self::RandomIdDuplicate => "RANDOM_ID_DUPLICATE",
             Self::LimitInvalid => "LIMIT_INVALID",
             Self::OffsetInvalid => "OFFSET_INVALID",
@@ -123,7 +129,9 @@ impl ErrorCode {
         match self {
             Self::AuthKeyUnregistered | Self::AuthKeyInvalid => Code::Unauthenticated,
             Self::FloodWait(_) => Code::ResourceExhausted,
-            Self::MessageAuthorRequired | Self::EditMessagesForbidden => Code::PermissionDenied,
+            Self::MessageAuthorRequired
+            | Self::EditMessagesForbidden
+            | Self::ChatForwardsRestricted => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition

@@ -31,11 +31,12 @@ package!(
     /// give them as they are.
     pub use crate::types::v1::{
         AffectedMessages, BlockRequest, BlockResponse, CompleteUploadRequest, Dialog, Difference,
-        EditMessageRequest, EditMessageResponse, File, FileChunk, GetBlockedRequest,
-        GetDialogsRequest, GetDifferenceRequest, GetFileRequest, GetHistoryRequest,
-        GetMessagesRequest, GetOutboxReadDateRequest, OutboxReadDate, ReadHistoryRequest,
-        ReceivedMessagesRequest, ReceivedMessagesResponse, SaveFilePartRequest,
-        SaveFilePartResponse, SearchRequest, SendMessageRequest, SendMessageResponse,
+        EditMessageRequest, EditMessageResponse, File, FileChunk, ForwardMessagesRequest,
+        ForwardMessagesResponse, GetBlockedRequest, GetDialogsRequest, GetDifferenceRequest,
+        GetFileRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
+        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
+        SaveFilePartRequest, SaveFilePartResponse, SearchRequest, SendMessageRequest,
+        SendMessageResponse,
     };
 );
 
