@@ -591,6 +591,17 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
     for user in 0..2 {
         let server = server_view(&run.devices[user * DEVICES_PER_USER].client).await?;
         check_server(user, &server)?;
+        // A copy loaded from the same calls (a new device, or one after `too_long`) pages
+        // through them to the same state.
+        let loaded = Mirror::load(&run.devices[user * DEVICES_PER_USER].client).await?;
+        let reloaded = Local {
+            mirror: loaded,
+            pts: server.pts,
+            breaks: 0,
+        };
+        if let Some(why) = mismatch(user * DEVICES_PER_USER, &reloaded, &server) {
+            anyhow::bail!("a loaded copy differs: {why}");
+        }
         messages += server.histories.values().map(Vec::len).sum::<usize>();
     }
     for (i, d) in run.devices.iter_mut().enumerate() {

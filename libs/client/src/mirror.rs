@@ -263,9 +263,12 @@ impl Mirror {
     }
 
     /// A copy from the server's current dialogs and their whole histories (paged through),
-    /// for a new device or after `too_long`; not stale. Updates the stream applies afterwards
-    /// that the pages already showed are harmless to messages and watermarks; an unread count
-    /// they touch twice is right again after the dialog's next read.
+    /// for a new device or after `too_long`; not stale. Take the state to follow from first
+    /// (`get_state`, or the one `too_long` jumped to), then load: the pages then hold at least
+    /// everything up to it. Updates after it that the pages already showed are applied again,
+    /// harmlessly for messages (kept once, counted in [`MirrorStats::duplicates`]) and
+    /// watermarks (only forward); an unread count they touch twice is right again after the
+    /// dialog's next read.
     pub async fn load(client: &Client) -> Result<Self, Error> {
         let mut mirror = Self::new();
         let mut request = GetDialogsRequest {
