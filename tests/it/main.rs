@@ -4,6 +4,7 @@
 
 mod acknowledgements;
 mod bad_input;
+mod convergence;
 mod faults;
 mod flow;
 mod full_stack;

@@ -281,11 +281,31 @@ impl System {
         phone: &str,
         name: &str,
     ) -> anyhow::Result<(TestClient, TestClient, i64)> {
-        let mut first = self.device().await?;
-        let id = first.sign_up(phone, name).await?.id;
-        let mut second = self.device().await?;
-        second.sign_in(phone).await?;
+        let ([first, second], id) = self.user_on_devices(phone, name).await?;
         Ok((first, second, id))
+    }
+
+    /// A user with `N` devices: the first signs up, the others sign in to the same account.
+    pub async fn user_on_devices<const N: usize>(
+        &self,
+        phone: &str,
+        name: &str,
+    ) -> anyhow::Result<([TestClient; N], i64)> {
+        let mut devices = Vec::with_capacity(N);
+        let mut id = 0;
+        for i in 0..N {
+            let mut device = self.device().await?;
+            if i == 0 {
+                id = device.sign_up(phone, name).await?.id;
+            } else {
+                device.sign_in(phone).await?;
+            }
+            devices.push(device);
+        }
+        let devices = devices
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("{N} devices"))?;
+        Ok((devices, id))
     }
 }
 

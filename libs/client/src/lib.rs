@@ -28,6 +28,14 @@
 //!   stream with backoff from the local state. Save [`UpdateStream::state`] with the device
 //!   to resume after a restart; hand the answers to the device's own sends to the stream
 //!   ([`UpdateStream::sent`]) so they are applied in order too.
+//! - **Local state.** A [`Mirror`] is what the device knows of its account, built from the
+//!   updates alone: per dialog the messages (in the account's box ids), the top message, the
+//!   read and delivered watermarks and the unread count, by the rules the server keeps them.
+//!   Hand it every event the stream yields ([`Mirror::follow`]), or every update a
+//!   [`Sequencer`]/[`Client::catch_up`] applies ([`Mirror::apply`]); save it with the stream's
+//!   state, and reopen the stream from that state. After `too_long` it is stale
+//!   ([`Mirror::is_stale`]): [`Mirror::reload`] rebuilds it from `GetDialogs` and
+//!   `GetHistory`. [`Mirror::dialogs`] and [`Mirror::history`] answer as those calls do.
 //!
 //! # Example
 //!
@@ -42,7 +50,7 @@
 //! The core of it:
 //!
 //! ```no_run
-//! use oxigram_client::{Client, Event, StreamOptions, UpdateStream, connect};
+//! use oxigram_client::{Client, Event, Mirror, StreamOptions, UpdateStream, connect};
 //! use oxigram_proto::{api::v1::SendMessageRequest, types::v1::InputPeer};
 //!
 //! # async fn chat() -> Result<(), oxigram_client::Error> {
@@ -65,9 +73,13 @@
 //!         ..Default::default()
 //!     })
 //!     .await?;
-//! if let Event::Update(applied) = bob_updates.next().await {
+//! let mut bob_mirror = Mirror::new();
+//! let event = bob_updates.next().await;
+//! bob_mirror.follow(&event);
+//! if let Event::Update(applied) = event {
 //!     println!("Bob got {:?} at pts {}", applied.update.update, applied.update.pts);
 //! }
+//! println!("Bob's dialogs: {:?}", bob_mirror.dialogs());
 //! # Ok(())
 //! # }
 //! ```
@@ -76,6 +88,7 @@ mod auth_key;
 mod client;
 mod deadline;
 mod error;
+mod mirror;
 mod sequencer;
 mod stream;
 
@@ -83,6 +96,7 @@ pub use auth_key::{AUTH_KEY_HEADER, AuthKey, SignWithKey};
 pub use client::{Client, DIFFERENCE_LIMIT, LoginCode, Signed, connect};
 pub use deadline::Deadline;
 pub use error::Error;
+pub use mirror::{LocalDialog, Mirror, MirrorStats};
 pub use sequencer::{
     CatchUp, Sequencer, Slice, Source, State, Verdict, edited_update, sent_update,
 };

@@ -1,0 +1,590 @@
+//! A device's local copy of its account, built only from what the device receives: per dialog
+//! the messages it knows (in the account's own box ids), the top message, the read and
+//! delivered watermarks and the unread count, kept by the same rules svc-dialogs keeps them.
+//!
+//! Feed it every update in pts order, each once: the [`Event`]s an [`UpdateStream`] yields
+//! ([`Mirror::follow`]), or the updates a [`Sequencer`] hands to its callback
+//! ([`Mirror::apply`]). A difference's new messages arrive in their current state (the
+//! sequencer puts them into their updates), so the copy converges whatever the path. When the
+//! log no longer holds what the device missed (`too_long`), the copy is marked stale and
+//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`.
+//!
+//! [`UpdateStream`]: crate::UpdateStream
+//! [`Sequencer`]: crate::Sequencer
+
+use std::collections::{BTreeMap, HashMap};
+
+use oxigram_proto::{
+    api::v1::{GetDialogsRequest, GetHistoryRequest},
+    types::v1::{Dialog, InputPeer, Message, Peer, PtsUpdate, update},
+};
+
+use crate::{Client, Error, Event};
+
+/// Dialogs and messages per page when reloading (the API's largest page).
+const RELOAD_PAGE: i32 = 100;
+
+/// One dialog as the device knows it; the ids are the owner's box ids.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LocalDialog {
+    /// The user of the dialog's peer (the owner herself for Saved Messages): private chats
+    /// are the only dialogs, so the copy keys them by it.
+    pub peer_user_id: i64,
+    pub top_message_id: i64,
+    pub top_message_date: i64,
+    pub read_inbox_max_id: i64,
+    pub read_outbox_max_id: i64,
+    pub delivered_outbox_max_id: i64,
+    pub unread_count: i32,
+    /// The dialog's messages the device knows, by box id.
+    pub messages: BTreeMap<i64, Message>,
+}
+
+impl LocalDialog {
+    fn new(peer_user_id: i64) -> Self {
+        Self {
+            peer_user_id,
+            ..Self::default()
+        }
+    }
+
+    /// The dialog as `GetDialogs` lists it.
+    pub fn dialog(&self) -> Dialog {
+        Dialog {
+            peer: Some(Peer::user(self.peer_user_id)),
+            top_message_id: self.top_message_id,
+            top_message_date: self.top_message_date,
+            read_inbox_max_id: self.read_inbox_max_id,
+            read_outbox_max_id: self.read_outbox_max_id,
+            unread_count: self.unread_count,
+            delivered_outbox_max_id: self.delivered_outbox_max_id,
+        }
+    }
+
+    /// An incoming message above the read watermark is unread, as svc-dialogs counts it.
+    fn counts_as_unread(&self, m: &Message) -> bool {
+        !m.out && m.id > self.read_inbox_max_id
+    }
+
+    /// The newest remaining message becomes the top one (none left: no top message, and
+    /// `GetDialogs` leaves the dialog out).
+    fn recompute_top(&mut self) {
+        (self.top_message_id, self.top_message_date) = self
+            .messages
+            .last_key_value()
+            .map_or((0, 0), |(id, m)| (*id, m.date));
+    }
+}
+
+/// What the copy met that it could not apply as the log describes it. All zero on a device
+/// that applied its whole log once, in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MirrorStats {
+    /// New messages whose id the copy already held (kept once, in their newer state).
+    pub duplicates: u64,
+    /// Edits of messages the copy does not hold (they predate it): skipped.
+    pub unknown_edits: u64,
+    /// Deletions of ids the copy does not hold.
+    pub unknown_deletes: u64,
+    /// Updates without a kind.
+    pub empty: u64,
+}
+
+/// The local state of one device's account. See the module docs.
+#[derive(Clone, Debug, Default)]
+pub struct Mirror {
+    dialogs: BTreeMap<i64, LocalDialog>,
+    /// The dialog of every box id held: a deletion names ids only (box ids are unique per
+    /// owner across her dialogs).
+    dialog_of: HashMap<i64, i64>,
+    stale: bool,
+    stats: MirrorStats,
+}
+
+impl Mirror {
+    /// An empty copy: right for a device that starts at pts 0, or one that only shows what
+    /// happens from its state on.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Applies one event of an [`UpdateStream`](crate::UpdateStream): an update is applied,
+    /// a `TooLong` marks the copy stale (call [`reload`](Self::reload)); the rest changes
+    /// nothing here.
+    pub fn follow(&mut self, event: &Event) {
+        match event {
+            Event::Update(applied) => self.apply(&applied.update),
+            Event::TooLong { .. } => self.stale = true,
+            Event::Gap { .. } | Event::Resumed { .. } | Event::Failed { .. } => {}
+        }
+    }
+
+    /// Applies the next update of the account's log: the one place each update kind changes
+    /// the copy.
+    pub fn apply(&mut self, update: &PtsUpdate) {
+        let Some(kind) = update.update.as_ref().and_then(|u| u.kind.as_ref()) else {
+            self.stats.empty += 1;
+            return;
+        };
+        match kind {
+            update::Kind::NewMessage(new) => {
+                if let Some(m) = &new.message {
+                    self.new_message(m);
+                }
+            }
+            update::Kind::EditMessage(edit) => {
+                if let Some(m) = &edit.message {
+                    self.edit_message(m);
+                }
+            }
+            update::Kind::ReadHistoryInbox(read) => {
+                self.read_inbox(read.peer_user(), read.max_id, read.still_unread_count);
+            }
+            update::Kind::ReadHistoryOutbox(read) => {
+                let d = self.dialog_mut(read.peer_user());
+                d.read_outbox_max_id = d.read_outbox_max_id.max(read.max_id);
+            }
+            update::Kind::DeliveredOutbox(delivered) => {
+                let d = self.dialog_mut(delivered.peer_user());
+                d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
+            }
+        }
+    }
+
+    /// A new message (one of ours too): the dialog appears if it was not there, the message
+    /// becomes its top when newest, and counts as unread when incoming above the watermark.
+    fn new_message(&mut self, m: &Message) {
+        self.dialog_of.insert(m.id, m.peer_user());
+        let d = self.dialog_mut(m.peer_user());
+        if m.id > d.top_message_id {
+            (d.top_message_id, d.top_message_date) = (m.id, m.date);
+        }
+        let unread = d.counts_as_unread(m);
+        if d.messages.insert(m.id, m.clone()).is_some() {
+            self.stats.duplicates += 1;
+        } else if unread {
+            d.unread_count += 1;
+        }
+    }
+
+    /// An edit carries the whole message as it is now.
+    fn edit_message(&mut self, m: &Message) {
+        let held = self
+            .dialogs
+            .get_mut(&m.peer_user())
+            .and_then(|d| d.messages.get_mut(&m.id));
+        match held {
+            Some(held) => *held = m.clone(),
+            None => self.stats.unknown_edits += 1,
+        }
+    }
+
+    /// The owner read the dialog (on this device or another): the watermark only moves
+    /// forward, and the unread count becomes what the read left, which svc-dialogs counted
+    /// against the same log. A read of a dialog the copy lacks changes nothing, as on the
+    /// server.
+    fn read_inbox(&mut self, peer: i64, max_id: i64, still_unread_count: i32) {
+        if let Some(d) = self.dialogs.get_mut(&peer) {
+            d.read_inbox_max_id = d.read_inbox_max_id.max(max_id);
+            d.unread_count = still_unread_count;
+        }
+    }
+
+    /// Messages deleted from the owner's boxes, by her ids (any dialogs): each one unread
+    /// stops counting, and the dialogs they were in get their newest remaining message as
+    /// top (none left: `GetDialogs` leaves the dialog out until a new message arrives).
+    pub fn delete_messages(&mut self, ids: &[i64]) {
+        let mut touched = Vec::new();
+        for id in ids {
+            let Some(d) = self
+                .dialog_of
+                .remove(id)
+                .and_then(|peer| self.dialogs.get_mut(&peer))
+            else {
+                self.stats.unknown_deletes += 1;
+                continue;
+            };
+            if let Some(m) = d.messages.remove(id) {
+                if d.counts_as_unread(&m) {
+                    d.unread_count = (d.unread_count - 1).max(0);
+                }
+                touched.push(d.peer_user_id);
+            }
+        }
+        for peer in touched {
+            if let Some(d) = self.dialogs.get_mut(&peer) {
+                d.recompute_top();
+            }
+        }
+    }
+
+    fn dialog_mut(&mut self, peer: i64) -> &mut LocalDialog {
+        self.dialogs
+            .entry(peer)
+            .or_insert_with(|| LocalDialog::new(peer))
+    }
+
+    /// The log no longer held what the device missed: the copy needs [`reload`](Self::reload).
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    pub fn stats(&self) -> MirrorStats {
+        self.stats
+    }
+
+    /// One dialog, if the device knows it (even one `GetDialogs` leaves out because it has
+    /// no message yet).
+    pub fn dialog(&self, peer: i64) -> Option<&LocalDialog> {
+        self.dialogs.get(&peer)
+    }
+
+    /// The dialogs as `GetDialogs` lists them: those with a top message, newest first (by top
+    /// message date, then id, then peer).
+    pub fn dialogs(&self) -> Vec<Dialog> {
+        let mut listed: Vec<Dialog> = self
+            .dialogs
+            .values()
+            .filter(|d| d.top_message_id > 0)
+            .map(LocalDialog::dialog)
+            .collect();
+        listed.sort_by_key(|d| {
+            std::cmp::Reverse((d.top_message_date, d.top_message_id, d.peer_user()))
+        });
+        listed
+    }
+
+    /// A dialog's messages the device knows, newest first, as `GetHistory` pages them.
+    pub fn history(&self, peer: i64) -> Vec<Message> {
+        self.dialogs
+            .get(&peer)
+            .map(|d| d.messages.values().rev().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// A copy from the server's current dialogs and their whole histories (paged through),
+    /// for a new device or after `too_long`; not stale. Take the state to follow from first
+    /// (`get_state`, or the one `too_long` jumped to), then load: the pages then hold at least
+    /// everything up to it. Updates after it that the pages already showed are applied again,
+    /// harmlessly for messages (kept once, counted in [`MirrorStats::duplicates`]) and
+    /// watermarks (only forward); an unread count they touch twice is right again after the
+    /// dialog's next read.
+    pub async fn load(client: &Client) -> Result<Self, Error> {
+        let mut mirror = Self::new();
+        let mut request = GetDialogsRequest {
+            limit: RELOAD_PAGE,
+            ..GetDialogsRequest::default()
+        };
+        loop {
+            let page = client.get_dialogs(request).await?.dialogs;
+            let Some(last) = page.last() else { break };
+            request = GetDialogsRequest {
+                offset_date: last.top_message_date,
+                offset_id: last.top_message_id,
+                offset_peer: last.peer,
+                limit: RELOAD_PAGE,
+            };
+            let last_page = page.len() < RELOAD_PAGE as usize;
+            for dialog in page {
+                mirror.load_dialog(client, dialog).await?;
+            }
+            if last_page {
+                break;
+            }
+        }
+        Ok(mirror)
+    }
+
+    /// Replaces the copy with the server's current state ([`load`](Self::load)).
+    pub async fn reload(&mut self, client: &Client) -> Result<(), Error> {
+        *self = Self::load(client).await?;
+        Ok(())
+    }
+
+    async fn load_dialog(&mut self, client: &Client, dialog: Dialog) -> Result<(), Error> {
+        let peer = dialog.peer_user();
+        let mut messages = BTreeMap::new();
+        let mut offset_id = 0;
+        loop {
+            let page = client
+                .get_history(GetHistoryRequest {
+                    peer: Some(InputPeer::user(peer)),
+                    offset_id,
+                    limit: RELOAD_PAGE,
+                    ..GetHistoryRequest::default()
+                })
+                .await?
+                .messages;
+            let Some(oldest) = page.last().map(|m| m.id) else {
+                break;
+            };
+            let last_page = page.len() < RELOAD_PAGE as usize;
+            for m in page {
+                self.dialog_of.insert(m.id, peer);
+                messages.insert(m.id, m);
+            }
+            if last_page || oldest <= 1 {
+                break;
+            }
+            offset_id = oldest;
+        }
+        self.dialogs.insert(
+            peer,
+            LocalDialog {
+                peer_user_id: peer,
+                top_message_id: dialog.top_message_id,
+                top_message_date: dialog.top_message_date,
+                read_inbox_max_id: dialog.read_inbox_max_id,
+                read_outbox_max_id: dialog.read_outbox_max_id,
+                delivered_outbox_max_id: dialog.delivered_outbox_max_id,
+                unread_count: dialog.unread_count,
+                messages,
+            },
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use oxigram_proto::types::v1::{
+        Update, UpdateDeliveredOutbox, UpdateEditMessage, UpdateNewMessage, UpdateReadHistoryInbox,
+        UpdateReadHistoryOutbox,
+    };
+
+    use super::*;
+
+    const ME: i64 = 1;
+    const BOB: i64 = 2;
+    const CAROL: i64 = 3;
+
+    fn message(id: i64, peer: i64, out: bool, text: &str) -> Message {
+        Message {
+            id,
+            peer_id: Some(Peer::user(peer)),
+            from_user_id: if out { ME } else { peer },
+            out,
+            date: 1000 + id,
+            text: text.into(),
+            ..Message::default()
+        }
+    }
+
+    fn wrap(kind: update::Kind) -> PtsUpdate {
+        PtsUpdate {
+            pts: 1,
+            pts_count: 1,
+            date: 0,
+            update: Some(Update { kind: Some(kind) }),
+        }
+    }
+
+    fn incoming(id: i64, peer: i64) -> PtsUpdate {
+        wrap(update::Kind::NewMessage(UpdateNewMessage {
+            message: Some(message(id, peer, false, "hi")),
+        }))
+    }
+
+    fn outgoing(id: i64, peer: i64) -> PtsUpdate {
+        wrap(update::Kind::NewMessage(UpdateNewMessage {
+            message: Some(message(id, peer, true, "hello")),
+        }))
+    }
+
+    fn read_inbox(peer: i64, max_id: i64, still_unread_count: i32) -> PtsUpdate {
+        wrap(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+            peer: Some(Peer::user(peer)),
+            max_id,
+            still_unread_count,
+        }))
+    }
+
+    fn mirror_of(updates: &[PtsUpdate]) -> Mirror {
+        let mut mirror = Mirror::new();
+        for u in updates {
+            mirror.apply(u);
+        }
+        mirror
+    }
+
+    fn unread(mirror: &Mirror, peer: i64) -> Option<i32> {
+        mirror.dialog(peer).map(|d| d.unread_count)
+    }
+
+    #[test]
+    fn unread_counts_incoming_messages_above_the_read_watermark() {
+        let cases: Vec<(&str, Vec<PtsUpdate>, i32)> = vec![
+            (
+                "incoming counts",
+                vec![incoming(1, BOB), incoming(2, BOB)],
+                2,
+            ),
+            (
+                "our own does not",
+                vec![incoming(1, BOB), outgoing(2, BOB)],
+                1,
+            ),
+            (
+                "a read sets what it left",
+                vec![incoming(1, BOB), incoming(2, BOB), read_inbox(BOB, 1, 1)],
+                1,
+            ),
+            (
+                "after a read, only above its watermark",
+                vec![
+                    incoming(1, BOB),
+                    read_inbox(BOB, 1, 0),
+                    incoming(2, BOB),
+                    outgoing(3, BOB),
+                    incoming(4, BOB),
+                ],
+                2,
+            ),
+            (
+                "a read never moves the watermark back",
+                vec![
+                    incoming(1, BOB),
+                    incoming(2, BOB),
+                    read_inbox(BOB, 2, 0),
+                    read_inbox(BOB, 1, 0),
+                    // The watermark stayed at 2: only 3 is above it.
+                    incoming(3, BOB),
+                ],
+                1,
+            ),
+            (
+                "an edit changes nothing",
+                vec![
+                    incoming(1, BOB),
+                    wrap(update::Kind::EditMessage(UpdateEditMessage {
+                        message: Some(message(1, BOB, false, "hi!")),
+                    })),
+                ],
+                1,
+            ),
+        ];
+        for (name, updates, expected) in cases {
+            assert_eq!(unread(&mirror_of(&updates), BOB), Some(expected), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_read_of_a_dialog_the_copy_lacks_changes_nothing() {
+        let mirror = mirror_of(&[read_inbox(BOB, 5, 0)]);
+        assert_eq!(mirror.dialog(BOB), None);
+        assert!(mirror.dialogs().is_empty());
+    }
+
+    #[test]
+    fn dialogs_list_like_get_dialogs() {
+        let mirror = mirror_of(&[
+            incoming(1, BOB),
+            outgoing(2, CAROL),
+            incoming(3, BOB),
+            // A watermark alone makes a dialog without a message: not listed.
+            wrap(update::Kind::DeliveredOutbox(UpdateDeliveredOutbox {
+                peer: Some(Peer::user(9)),
+                max_id: 4,
+            })),
+            wrap(update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
+                peer: Some(Peer::user(CAROL)),
+                max_id: 2,
+            })),
+            wrap(update::Kind::DeliveredOutbox(UpdateDeliveredOutbox {
+                peer: Some(Peer::user(CAROL)),
+                max_id: 2,
+            })),
+            // Receipts only move forward.
+            wrap(update::Kind::ReadHistoryOutbox(UpdateReadHistoryOutbox {
+                peer: Some(Peer::user(CAROL)),
+                max_id: 1,
+            })),
+        ]);
+        assert_eq!(
+            mirror.dialogs(),
+            [
+                Dialog {
+                    peer: Some(Peer::user(BOB)),
+                    top_message_id: 3,
+                    top_message_date: 1003,
+                    unread_count: 2,
+                    ..Dialog::default()
+                },
+                Dialog {
+                    peer: Some(Peer::user(CAROL)),
+                    top_message_id: 2,
+                    top_message_date: 1002,
+                    read_outbox_max_id: 2,
+                    delivered_outbox_max_id: 2,
+                    ..Dialog::default()
+                },
+            ]
+        );
+        assert_eq!(mirror.dialog(9).map(|d| d.delivered_outbox_max_id), Some(4));
+        let ids: Vec<i64> = mirror.history(BOB).iter().map(|m| m.id).collect();
+        assert_eq!(ids, [3, 1], "newest first");
+    }
+
+    #[test]
+    fn an_edit_replaces_the_message_and_keeps_the_top() {
+        let edited = Message {
+            edit_date: 2000,
+            ..message(1, BOB, true, "hello, edited")
+        };
+        let mirror = mirror_of(&[
+            outgoing(1, BOB),
+            incoming(2, BOB),
+            wrap(update::Kind::EditMessage(UpdateEditMessage {
+                message: Some(edited.clone()),
+            })),
+            // An edit of a message from before the copy began: skipped.
+            wrap(update::Kind::EditMessage(UpdateEditMessage {
+                message: Some(message(7, CAROL, true, "old")),
+            })),
+        ]);
+        assert_eq!(mirror.history(BOB)[1], edited);
+        let d = mirror
+            .dialog(BOB)
+            .map(|d| (d.top_message_id, d.top_message_date));
+        assert_eq!(d, Some((2, 1002)));
+        assert_eq!(mirror.dialog(CAROL), None);
+        assert_eq!(mirror.stats().unknown_edits, 1);
+    }
+
+    #[test]
+    fn a_message_named_twice_is_held_once() {
+        let mirror = mirror_of(&[incoming(1, BOB), incoming(1, BOB)]);
+        assert_eq!(mirror.history(BOB).len(), 1);
+        assert_eq!(unread(&mirror, BOB), Some(1));
+        assert_eq!(mirror.stats().duplicates, 1);
+    }
+
+    #[test]
+    fn a_deletion_uncounts_unread_and_moves_the_top() {
+        let mut mirror = mirror_of(&[
+            incoming(1, BOB),
+            read_inbox(BOB, 1, 0),
+            incoming(2, BOB),
+            outgoing(3, CAROL),
+            incoming(4, BOB),
+        ]);
+        mirror.delete_messages(&[4, 1, 3, 99]);
+        let bob = mirror
+            .dialog(BOB)
+            .map(|d| (d.top_message_id, d.unread_count));
+        assert_eq!(bob, Some((2, 1)), "4 was unread and the top; 1 was read");
+        // Carol's dialog has nothing left: GetDialogs leaves it out.
+        let listed: Vec<i64> = mirror.dialogs().iter().map(Dialog::peer_user).collect();
+        assert_eq!(listed, [BOB]);
+        assert_eq!(mirror.stats().unknown_deletes, 1);
+    }
+
+    #[test]
+    fn a_too_long_stream_marks_the_copy_stale() {
+        let mut mirror = Mirror::new();
+        mirror.follow(&Event::Resumed { pts: 3 });
+        assert!(!mirror.is_stale());
+        mirror.follow(&Event::TooLong { pts: 40 });
+        assert!(mirror.is_stale());
+    }
+}

@@ -1,0 +1,624 @@
+//! Convergence: two users with three devices each run a few hundred random operations (drawn
+//! from a fixed seed) while device streams are cut and reopened from their saved state, and
+//! offline devices catch up by getDifference. Each device keeps its account's local state
+//! with the client library (`oxigram_client::Mirror`), built only from the updates it
+//! applies. At the end every device's copy equals what the server answers (`GetDialogs`, and
+//! `GetHistory` paged through for every dialog), unread counts included; every device applied
+//! its log contiguously, each update once, and no message twice.
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
+
+use anyhow::Context;
+use oxigram_client::{
+    CatchUp, Client, Event, Mirror, MirrorStats, SentUpdates, Sequencer, State, StreamOptions,
+    UpdateStream,
+};
+use oxigram_proto::{
+    api::v1::{GetDialogsRequest, GetHistoryRequest, ReceivedMessagesRequest, SendMessageRequest},
+    types::v1::{Dialog, InputPeer, Message, PtsUpdate},
+};
+use oxigram_tests::{Mode, System, TestClient};
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use tokio::{task::JoinHandle, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+const SEED: u64 = 0x15_c0_4e;
+const OPERATIONS: usize = 300;
+const DEVICES_PER_USER: usize = 3;
+const DEVICES: usize = 2 * DEVICES_PER_USER;
+/// Longest the system may take to settle once the operations are done.
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// One operation of the run, drawn from the seed up front. Which message it acts on is
+/// resolved when its turn comes, against what the acting device knows then (`pick` indexes
+/// the candidates), as an application acts on what it shows.
+#[derive(Clone, Copy, Debug)]
+enum Op {
+    /// A message to the other user.
+    Send { device: usize },
+    /// A note to self (Saved Messages).
+    Note { device: usize },
+    /// A reply to a message the device knows in the dialog with the other user.
+    Reply { device: usize, pick: usize },
+    /// An edit of one of the user's own messages the device knows.
+    Edit { device: usize, pick: usize },
+    /// Reads the dialog with the other user up to an incoming message the device knows, or
+    /// all of it.
+    Read { device: usize, pick: Option<usize> },
+    /// The device reports what it stored (DELIVERED, for the sender).
+    Received { device: usize },
+    /// Cuts the device's stream (its state and local copy kept), or reopens it from them: at
+    /// once, or after catching up by getDifference.
+    Toggle { device: usize, by_difference: bool },
+    /// An offline device catches up by getDifference and stays offline.
+    CatchUp { device: usize },
+}
+
+fn draw(rng: &mut StdRng) -> Op {
+    let device = rng.random_range(0..DEVICES);
+    let pick = rng.random_range(0..1 << 16);
+    match rng.random_range(0..100) {
+        0..30 => Op::Send { device },
+        30..34 => Op::Note { device },
+        34..46 => Op::Reply { device, pick },
+        46..60 => Op::Edit { device, pick },
+        60..72 => Op::Read {
+            device,
+            pick: rng.random_bool(0.5).then_some(pick),
+        },
+        72..78 => Op::Received { device },
+        78..94 => Op::Toggle {
+            device,
+            by_difference: rng.random_bool(0.5),
+        },
+        _ => Op::CatchUp { device },
+    }
+}
+
+/// What a device knows, from its updates alone.
+#[derive(Default)]
+struct Local {
+    mirror: Mirror,
+    /// The pts of the last update applied.
+    pts: i32,
+    /// Updates applied that did not continue the one before.
+    breaks: u64,
+}
+
+impl Local {
+    /// Counts an update that does not continue the one before.
+    fn check(&mut self, update: &PtsUpdate) {
+        if update.pts - update.pts_count != self.pts {
+            self.breaks += 1;
+        }
+        self.pts = update.pts;
+    }
+
+    /// An update a catch-up applied.
+    fn apply(&mut self, update: &PtsUpdate) {
+        self.check(update);
+        self.mirror.apply(update);
+    }
+
+    /// An event of the update stream.
+    fn follow(&mut self, event: &Event) {
+        if let Event::Update(applied) = event {
+            self.check(&applied.update);
+        }
+        self.mirror.follow(event);
+    }
+}
+
+fn lock(local: &Mutex<Local>) -> MutexGuard<'_, Local> {
+    local.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A device's open stream, followed by a task that applies it to the local copy.
+struct Online {
+    stop: CancellationToken,
+    sent: SentUpdates,
+    task: JoinHandle<anyhow::Result<(State, u64)>>,
+}
+
+struct Device {
+    client: TestClient,
+    /// 0 or 1.
+    user: usize,
+    local: Arc<Mutex<Local>>,
+    /// The state to resume from (current while offline).
+    saved: State,
+    online: Option<Online>,
+    /// Discontinuities counted by every sequencer the device used.
+    discontinuities: u64,
+}
+
+fn stream_options() -> StreamOptions {
+    StreamOptions {
+        gap_wait: Duration::from_millis(300),
+        // The system stays up: a lost stream is a failure here.
+        max_reconnects: Some(0),
+        ..StreamOptions::default()
+    }
+}
+
+/// Applies the stream's events to the local copy until told to stop; answers the state to
+/// resume from and the discontinuities the stream's sequencer counted.
+async fn follow(
+    mut stream: UpdateStream,
+    local: Arc<Mutex<Local>>,
+    stop: CancellationToken,
+) -> anyhow::Result<(State, u64)> {
+    loop {
+        let event = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            // Cancel-safe: an event not yet returned is not in the state either.
+            event = stream.next() => event,
+        };
+        match &event {
+            Event::TooLong { pts } => anyhow::bail!("the log was too long to replay (to {pts})"),
+            Event::Failed { during, error } => {
+                anyhow::bail!("the update stream failed ({during:?}): {error}")
+            }
+            Event::Update(_) | Event::Gap { .. } | Event::Resumed { .. } => {}
+        }
+        lock(&local).follow(&event);
+    }
+    Ok((stream.state(), stream.stats().discontinuities))
+}
+
+impl Device {
+    fn new(client: TestClient, user: usize) -> Self {
+        Self {
+            client,
+            user,
+            local: Arc::default(),
+            saved: State::default(),
+            online: None,
+            discontinuities: 0,
+        }
+    }
+
+    async fn go_online(&mut self, by_difference: bool) -> anyhow::Result<()> {
+        if self.online.is_some() {
+            return Ok(());
+        }
+        if by_difference {
+            self.catch_up().await?;
+        }
+        let stream =
+            UpdateStream::open(Client::clone(&self.client), self.saved, stream_options()).await?;
+        let stop = CancellationToken::new();
+        let sent = stream.sent();
+        let task = tokio::spawn(follow(stream, self.local.clone(), stop.clone()));
+        self.online = Some(Online { stop, sent, task });
+        Ok(())
+    }
+
+    async fn go_offline(&mut self) -> anyhow::Result<()> {
+        let Some(online) = self.online.take() else {
+            return Ok(());
+        };
+        online.stop.cancel();
+        let (state, discontinuities) = online.task.await??;
+        self.saved = state;
+        self.discontinuities += discontinuities;
+        Ok(())
+    }
+
+    /// getDifference from the saved state, slice after slice, into the local copy.
+    async fn catch_up(&mut self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.online.is_none(), "catching up beside a live stream");
+        let mut seq = Sequencer::new(self.saved);
+        let local = &self.local;
+        let outcome = self
+            .client
+            .catch_up(&mut seq, |u, _| lock(local).apply(&u))
+            .await?;
+        anyhow::ensure!(outcome == CatchUp::Done, "catch-up ended {outcome:?}");
+        self.discontinuities += seq.discontinuities();
+        self.saved = seq.state();
+        Ok(())
+    }
+
+    /// The ids of the device's messages in the dialog with `peer` that `keep` selects, oldest
+    /// first.
+    fn known(&self, peer: i64, keep: impl Fn(&Message) -> bool) -> Vec<i64> {
+        lock(&self.local)
+            .mirror
+            .history(peer)
+            .iter()
+            .rev()
+            .filter(|m| keep(m))
+            .map(|m| m.id)
+            .collect()
+    }
+}
+
+/// What the run did, for the log and to check it did enough of everything.
+#[derive(Debug, Default)]
+struct Tally {
+    sent: u32,
+    notes: u32,
+    replies: u32,
+    edits: u32,
+    reads: u32,
+    receipts: u32,
+    cuts: u32,
+    reopened_on_stream: u32,
+    reopened_after_difference: u32,
+    offline_catch_ups: u32,
+    /// Operations that found nothing to act on (an edit before the device knew a message).
+    idle: u32,
+}
+
+struct Run {
+    devices: Vec<Device>,
+    users: [i64; 2],
+    tally: Tally,
+}
+
+impl Run {
+    fn peer_of(&self, device: usize) -> i64 {
+        self.users[1 - self.devices[device].user]
+    }
+
+    fn me_of(&self, device: usize) -> i64 {
+        self.users[self.devices[device].user]
+    }
+
+    async fn send(
+        &mut self,
+        device: usize,
+        i: usize,
+        peer: i64,
+        reply_to: i64,
+    ) -> anyhow::Result<()> {
+        let d = &self.devices[device];
+        let answer = d
+            .client
+            .send_message(SendMessageRequest {
+                peer: Some(InputPeer::user(peer)),
+                // One per operation: a send is never a replay here.
+                random_id: i as i64 + 1,
+                text: format!("message {i} from device {device}"),
+                reply_to_msg_id: reply_to,
+                ..SendMessageRequest::default()
+            })
+            .await
+            .with_context(|| format!("operation {i}: send"))?;
+        if let Some(online) = &d.online {
+            online.sent.answer(answer);
+        }
+        Ok(())
+    }
+
+    /// Runs operation `i`: the one place each kind of operation acts.
+    async fn run(&mut self, i: usize, op: Op) -> anyhow::Result<()> {
+        match op {
+            Op::Send { device } => {
+                self.send(device, i, self.peer_of(device), 0).await?;
+                self.tally.sent += 1;
+            }
+            Op::Note { device } => {
+                self.send(device, i, self.me_of(device), 0).await?;
+                self.tally.notes += 1;
+            }
+            Op::Reply { device, pick } => {
+                let peer = self.peer_of(device);
+                let known = self.devices[device].known(peer, |_| true);
+                let reply_to = if known.is_empty() {
+                    0
+                } else {
+                    known[pick % known.len()]
+                };
+                self.send(device, i, peer, reply_to).await?;
+                self.tally.replies += 1;
+            }
+            Op::Edit { device, pick } => {
+                let peer = self.peer_of(device);
+                let d = &self.devices[device];
+                let own = d.known(peer, |m| m.out);
+                if own.is_empty() {
+                    self.tally.idle += 1;
+                    return Ok(());
+                }
+                let text = format!("edited by operation {i}");
+                let answer = d
+                    .client
+                    .edit(peer, own[pick % own.len()], &text)
+                    .await
+                    .with_context(|| format!("operation {i}: edit"))?;
+                if let Some(online) = &d.online {
+                    online.sent.answer_edit(answer);
+                }
+                self.tally.edits += 1;
+            }
+            Op::Read { device, pick } => {
+                let peer = self.peer_of(device);
+                let d = &self.devices[device];
+                let incoming = d.known(peer, |m| !m.out);
+                let max_id = match pick {
+                    Some(pick) if !incoming.is_empty() => incoming[pick % incoming.len()],
+                    _ => 0,
+                };
+                d.client
+                    .read_history(InputPeer::user(peer), max_id)
+                    .await
+                    .with_context(|| format!("operation {i}: read"))?;
+                self.tally.reads += 1;
+            }
+            Op::Received { device } => {
+                let d = &self.devices[device];
+                let max_id = {
+                    let local = lock(&d.local);
+                    let peer = self.users[1 - d.user];
+                    local.mirror.dialog(peer).map_or(0, |d| d.top_message_id)
+                };
+                if max_id == 0 {
+                    self.tally.idle += 1;
+                    return Ok(());
+                }
+                d.client
+                    .messages()
+                    .received_messages(ReceivedMessagesRequest { max_id })
+                    .await
+                    .with_context(|| format!("operation {i}: received"))?;
+                self.tally.receipts += 1;
+            }
+            Op::Toggle {
+                device,
+                by_difference,
+            } => {
+                let d = &mut self.devices[device];
+                if d.online.is_some() {
+                    d.go_offline().await?;
+                    self.tally.cuts += 1;
+                } else {
+                    d.go_online(by_difference).await?;
+                    if by_difference {
+                        self.tally.reopened_after_difference += 1;
+                    } else {
+                        self.tally.reopened_on_stream += 1;
+                    }
+                }
+            }
+            Op::CatchUp { device } => {
+                let d = &mut self.devices[device];
+                if d.online.is_some() {
+                    self.tally.idle += 1;
+                } else {
+                    d.catch_up().await?;
+                    self.tally.offline_catch_ups += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The server's view of a user: `GetDialogs` and every dialog's `GetHistory`, paged through.
+struct ServerView {
+    pts: i32,
+    dialogs: Vec<Dialog>,
+    histories: BTreeMap<i64, Vec<Message>>,
+}
+
+async fn server_view(client: &TestClient) -> anyhow::Result<ServerView> {
+    let pts = client.get_state().await?.pts;
+    let mut dialogs = Vec::new();
+    let mut request = GetDialogsRequest {
+        // One per page: the paging is part of what is compared.
+        limit: 1,
+        ..GetDialogsRequest::default()
+    };
+    loop {
+        let page = client.get_dialogs(request).await?.dialogs;
+        let Some(last) = page.last() else { break };
+        request = GetDialogsRequest {
+            offset_date: last.top_message_date,
+            offset_id: last.top_message_id,
+            offset_peer: last.peer,
+            limit: 1,
+        };
+        dialogs.extend(page);
+    }
+    let mut histories = BTreeMap::new();
+    for dialog in &dialogs {
+        let mut history: Vec<Message> = Vec::new();
+        loop {
+            let page = client
+                .get_history(GetHistoryRequest {
+                    peer: Some(InputPeer::user(dialog.peer_user())),
+                    offset_id: history.last().map_or(0, |m| m.id),
+                    limit: 50,
+                    ..GetHistoryRequest::default()
+                })
+                .await?
+                .messages;
+            if page.is_empty() {
+                break;
+            }
+            history.extend(page);
+        }
+        histories.insert(dialog.peer_user(), history);
+    }
+    Ok(ServerView {
+        pts,
+        dialogs,
+        histories,
+    })
+}
+
+/// How a device's copy differs from the server's view, if it does.
+fn mismatch(device: usize, local: &Local, server: &ServerView) -> Option<String> {
+    if local.pts != server.pts {
+        return Some(format!(
+            "device {device} is at pts {}, its account at {}",
+            local.pts, server.pts
+        ));
+    }
+    let dialogs = local.mirror.dialogs();
+    if dialogs != server.dialogs {
+        return Some(format!(
+            "device {device}'s dialogs\n  {dialogs:?}\nthe server's\n  {:?}",
+            server.dialogs
+        ));
+    }
+    for (peer, history) in &server.histories {
+        let mine = local.mirror.history(*peer);
+        if &mine != history {
+            let first = mine
+                .iter()
+                .zip(history)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| format!("first difference: {a:?} / {b:?}"))
+                .unwrap_or_default();
+            return Some(format!(
+                "device {device}'s history with {peer}: {} messages, the server's {}; {first}",
+                mine.len(),
+                history.len()
+            ));
+        }
+    }
+    None
+}
+
+/// The server's view checked against itself: history newest first without repeats, each
+/// dialog's top message its newest, its unread count the incoming messages above its read
+/// watermark.
+fn check_server(user: usize, server: &ServerView) -> anyhow::Result<()> {
+    for d in &server.dialogs {
+        let history = server
+            .histories
+            .get(&d.peer_user())
+            .context("a dialog without history")?;
+        anyhow::ensure!(
+            history.windows(2).all(|w| w[0].id > w[1].id),
+            "user {user}: history with {} repeats or is out of order",
+            d.peer_user()
+        );
+        anyhow::ensure!(
+            history.first().map(|m| (m.id, m.date)) == Some((d.top_message_id, d.top_message_date)),
+            "user {user}: the top message of {:?} is not its newest",
+            d
+        );
+        let unread = history
+            .iter()
+            .filter(|m| !m.out && m.id > d.read_inbox_max_id)
+            .count();
+        anyhow::ensure!(
+            usize::try_from(d.unread_count)? == unread,
+            "user {user}: {d:?} counts {} unread, its history {unread}",
+            d.unread_count
+        );
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let (alice, alice_id) = system
+        .user_on_devices::<DEVICES_PER_USER>("15559501", "Alice")
+        .await?;
+    let (bob, bob_id) = system
+        .user_on_devices::<DEVICES_PER_USER>("15559502", "Bob")
+        .await?;
+    let mut devices: Vec<Device> = alice.into_iter().map(|c| Device::new(c, 0)).collect();
+    devices.extend(bob.into_iter().map(|c| Device::new(c, 1)));
+    // The last device of each user starts offline.
+    for (i, d) in devices.iter_mut().enumerate() {
+        if i % DEVICES_PER_USER != DEVICES_PER_USER - 1 {
+            d.go_online(false).await?;
+        }
+    }
+    let mut run = Run {
+        devices,
+        users: [alice_id, bob_id],
+        tally: Tally::default(),
+    };
+
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let ops: Vec<Op> = (0..OPERATIONS).map(|_| draw(&mut rng)).collect();
+    for (i, op) in ops.into_iter().enumerate() {
+        run.run(i, op)
+            .await
+            .with_context(|| format!("operation {i}: {op:?}"))?;
+    }
+    eprintln!("convergence: seed {SEED:#x}, {:?}", run.tally);
+    let t = &run.tally;
+    anyhow::ensure!(
+        t.sent > 50
+            && t.edits > 20
+            && t.replies > 10
+            && t.reads > 10
+            && t.receipts > 5
+            && t.cuts > 5
+            && t.reopened_after_difference > 3
+            && t.offline_catch_ups > 3,
+        "the seed drew too little of something: {t:?}"
+    );
+
+    // Everyone back: half of the offline devices by getDifference first.
+    for (i, d) in run.devices.iter_mut().enumerate() {
+        d.go_online(i % 2 == 0).await?;
+    }
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let mut first_mismatch = None;
+        for user in 0..2 {
+            let server = server_view(&run.devices[user * DEVICES_PER_USER].client).await?;
+            for (i, d) in run.devices.iter().enumerate() {
+                if d.user == user && first_mismatch.is_none() {
+                    first_mismatch = mismatch(i, &lock(&d.local), &server);
+                }
+            }
+        }
+        let Some(why) = first_mismatch else { break };
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "not converged within {SETTLE:?}: {why}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    let mut messages = 0;
+    for user in 0..2 {
+        let server = server_view(&run.devices[user * DEVICES_PER_USER].client).await?;
+        check_server(user, &server)?;
+        // A copy loaded from the same calls (a new device, or one after `too_long`) pages
+        // through them to the same state.
+        let loaded = Mirror::load(&run.devices[user * DEVICES_PER_USER].client).await?;
+        let reloaded = Local {
+            mirror: loaded,
+            pts: server.pts,
+            breaks: 0,
+        };
+        if let Some(why) = mismatch(user * DEVICES_PER_USER, &reloaded, &server) {
+            anyhow::bail!("a loaded copy differs: {why}");
+        }
+        messages += server.histories.values().map(Vec::len).sum::<usize>();
+    }
+    for (i, d) in run.devices.iter_mut().enumerate() {
+        d.go_offline().await?;
+        let local = lock(&d.local);
+        assert_eq!(local.breaks, 0, "device {i} applied its log with holes");
+        assert_eq!(d.discontinuities, 0, "device {i} met holes in the log");
+        assert_eq!(
+            local.mirror.stats(),
+            MirrorStats::default(),
+            "device {i} met a message twice or an edit of one it never had"
+        );
+        assert_eq!(
+            local.pts, d.saved.pts,
+            "device {i} saved the pts it applied"
+        );
+    }
+    eprintln!("convergence: {messages} messages in both accounts, every device equal");
+    Ok(())
+}
