@@ -6,7 +6,7 @@
 SELECT b.*, m.*
 FROM ({box_query}) b
 CROSS JOIN LATERAL (
-    SELECT sender_id, text, silent, noforwards, edit_date FROM message_bodies
+    SELECT sender_id, text, silent, noforwards, edit_date, entities, quote FROM message_bodies
     WHERE id = b.body_id
     LIMIT 1
 ) m

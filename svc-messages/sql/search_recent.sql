@@ -12,7 +12,7 @@ FROM (
     LIMIT $9
 ) bx
 CROSS JOIN LATERAL (
-    SELECT sender_id, text, silent, noforwards, edit_date FROM message_bodies
+    SELECT sender_id, text, silent, noforwards, edit_date, entities, quote FROM message_bodies
     WHERE id = bx.body_id AND text ILIKE $3 AND ($6 = 0 OR sender_id = $6)
     LIMIT 1
 ) m

@@ -1,9 +1,10 @@
 -- The second statement of a batch of sends: the bodies and every owner's box of the sends
 -- that took box ids (their keys name their bodies already), and the release of the keys of
--- sends whose reply was invalid (primary key of idempotency_keys), so that a corrected retry
--- may use them. The outbox rows follow these items in the same statement.
+-- sends whose reply (or its quote) was invalid (primary key of idempotency_keys), so that a
+-- corrected retry may use them. The outbox rows follow these items in the same statement.
 bodies AS (
-    INSERT INTO message_bodies (id, sender_id, recipient_id, text, date, silent, noforwards)
+    INSERT INTO message_bodies (id, sender_id, recipient_id, text, date, silent, noforwards,
+                                entities, quote)
     SELECT * FROM {bodies}
 ), boxes AS (
     INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)

@@ -126,14 +126,19 @@ async fn hand_off(
                     .find(|e| e.user_id == send.sender_id)
                     .map(|e| e.event_id.clone())
                     .unwrap_or_default();
-                waiting.push((own, message, reply));
+                waiting.push((own, message, send.request.random_id, reply));
                 events.extend(updates_events);
                 rows.extend(updates_rows);
             }
             // Its event went to svc-updates with the first send: asked again, it answers the
             // pts that send got.
             SendOutcome::Replayed { message, event } => {
-                waiting.push((event.event_id.clone(), message, reply));
+                waiting.push((
+                    event.event_id.clone(),
+                    message,
+                    send.request.random_id,
+                    reply,
+                ));
                 events.push(event);
             }
             SendOutcome::KeyReused => {
@@ -146,6 +151,12 @@ async fn hand_off(
                 let _ = reply.send(Err(status(
                     ErrorCode::ReplyMessageIdInvalid,
                     "reply_to_msg_id names no message of this chat",
+                )));
+            }
+            SendOutcome::QuoteInvalid => {
+                let _ = reply.send(Err(status(
+                    ErrorCode::QuoteTextInvalid,
+                    "the quote does not occur in the replied message's text",
                 )));
             }
         }
@@ -162,12 +173,13 @@ async fn hand_off(
         .into_iter()
         .map(|a| (a.event_id, (a.pts, a.pts_count)))
         .collect();
-    for (event_id, message, reply) in waiting {
+    for (event_id, message, random_id, reply) in waiting {
         let (pts, pts_count) = appended.get(&event_id).copied().unwrap_or((0, 0));
         let _ = reply.send(Ok(SendMessageResponse {
             message: Some(message),
             pts,
             pts_count,
+            random_id,
         }));
     }
 }

@@ -8,6 +8,7 @@
 //! An edit is its own transaction (`edit`) and hands its events on the same way.
 
 pub mod edit;
+pub mod entities;
 mod group_commit;
 mod outbound;
 mod rows;

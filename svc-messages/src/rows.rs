@@ -2,8 +2,10 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::types::v1::{Message, SendMessageRequest};
+use oxigram_proto::types::v1::{Message, ReplyQuote, SendMessageRequest};
 use oxigram_storage::batch_row;
+
+use crate::entities;
 
 batch_row! {
     /// A message_bodies row a send writes: the message as its sender wrote it.
@@ -17,6 +19,10 @@ batch_row! {
         pub date: i64,
         pub silent: bool,
         pub noforwards: bool,
+        /// The text's entities, stored (see [`entities::encode`]).
+        pub entities: Vec<u8>,
+        /// A reply's quote, stored (see [`entities::encode_quote`]).
+        pub quote: Vec<u8>,
     }
 }
 
@@ -50,8 +56,20 @@ impl BoxRow {
 }
 
 impl BodyRow {
-    /// The body of a new message `id`, sent now (`date`).
-    pub fn new(id: i64, sender_id: i64, request: &SendMessageRequest, date: i64) -> Self {
+    /// The body of a new message `id`, sent now (`date`); a quote of its reply, if it has
+    /// one, is at `quote_offset` of the replied text.
+    pub fn new(
+        id: i64,
+        sender_id: i64,
+        request: &SendMessageRequest,
+        date: i64,
+        quote_offset: i32,
+    ) -> Self {
+        let quote = (!request.quote_text.is_empty()).then(|| ReplyQuote {
+            text: request.quote_text.clone(),
+            entities: request.quote_entities.clone(),
+            offset: quote_offset,
+        });
         Self {
             id,
             sender_id,
@@ -60,6 +78,8 @@ impl BodyRow {
             date,
             silent: request.silent,
             noforwards: request.noforwards,
+            entities: entities::encode(&request.entities),
+            quote: entities::encode_quote(quote.as_ref()),
         }
     }
 
@@ -84,12 +104,14 @@ impl BodyRow {
             silent: self.silent,
             noforwards: self.noforwards,
             edit_date: 0,
+            entities: entities::decode(&self.entities),
+            reply_quote: entities::decode_quote(&self.quote),
         }
     }
 }
 
 /// A message as one owner sees it: her box joined with the body (sql/messages_of_boxes.sql).
-#[derive(sqlx::FromRow)]
+#[derive(Clone, sqlx::FromRow)]
 pub struct MessageRow {
     pub owner_id: i64,
     pub box_id: i64,
@@ -103,6 +125,8 @@ pub struct MessageRow {
     pub silent: bool,
     pub noforwards: bool,
     pub edit_date: i64,
+    pub entities: Vec<u8>,
+    pub quote: Vec<u8>,
 }
 
 impl From<MessageRow> for Message {
@@ -118,6 +142,8 @@ impl From<MessageRow> for Message {
             silent: r.silent,
             noforwards: r.noforwards,
             edit_date: r.edit_date,
+            entities: entities::decode(&r.entities),
+            reply_quote: entities::decode_quote(&r.quote),
         }
     }
 }

@@ -26,6 +26,7 @@ use prost::Message as _;
 use sqlx::{PgConnection, PgPool};
 
 use crate::{
+    entities,
     outbound::{TO_UPDATES, new_message_event_id},
     rows::{BodyRow, BoxRow, MessageRow},
     store::messages_of,
@@ -65,6 +66,8 @@ pub enum SendOutcome {
     KeyReused,
     /// reply_to_msg_id names no message of this dialog in the sender's box.
     ReplyInvalid,
+    /// The reply's quote does not occur in the replied message's text.
+    QuoteInvalid,
 }
 
 /// Sends a batch; one outcome per send, in order.
@@ -138,10 +141,16 @@ enum Claim {
 enum Reply {
     /// Not a reply.
     None,
-    /// The message replied to, and the recipient's box id of it (0: she has none).
-    Found { recipient_box_id: i64 },
+    /// The message replied to, and the recipient's box id of it (0: she has none); where
+    /// the reply's quote occurs in its text (0 without a quote).
+    Found {
+        recipient_box_id: i64,
+        quote_offset: i32,
+    },
     /// It names no message of this dialog in the sender's box.
     Invalid,
+    /// It names one, but the reply's quote does not occur in its text.
+    QuoteInvalid,
 }
 
 batch_row! {
@@ -200,14 +209,20 @@ async fn send_distinct(
                     sender_id: m.sender_id,
                     random_id: m.request.random_id,
                 });
-                Some(SendOutcome::ReplyInvalid)
+                Some(match reply {
+                    Reply::QuoteInvalid => SendOutcome::QuoteInvalid,
+                    _ => SendOutcome::ReplyInvalid,
+                })
             }
             Claim::Boxes { body_id, box_ids } => {
-                let recipient_reply = match reply {
-                    Reply::Found { recipient_box_id } => recipient_box_id,
-                    Reply::None | Reply::Invalid => 0,
+                let (recipient_reply, quote_offset) = match reply {
+                    Reply::Found {
+                        recipient_box_id,
+                        quote_offset,
+                    } => (recipient_box_id, quote_offset),
+                    Reply::None | Reply::Invalid | Reply::QuoteInvalid => (0, 0),
                 };
-                let body = BodyRow::new(body_id, m.sender_id, &m.request, now);
+                let body = BodyRow::new(body_id, m.sender_id, &m.request, now, quote_offset);
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
                     .map(|&(owner, box_id)| {
@@ -263,6 +278,8 @@ batch_row! {
         sender_id: i64,
         peer_user_id: i64,
         reply_to_box_id: i64,
+        /// The reply quotes: the pre-pass reads the replied text.
+        quoted: bool,
     }
 }
 
@@ -272,10 +289,13 @@ struct ReplyRow {
     /// The send's position among the replies looked up, from 1.
     n: i64,
     recipient_box_id: Option<i64>,
+    /// The replied message's text, for a reply that quotes.
+    replied_text: Option<String>,
 }
 
-/// The replies pre-pass (sql/send_replies.sql): what each send's reply names, in one
-/// statement for the whole batch, and none when it has no reply.
+/// The replies pre-pass (sql/send_replies.sql): what each send's reply names, and where its
+/// quote occurs in the replied text, in one statement for the whole batch, and none when it
+/// has no reply.
 async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Reply>, sqlx::Error> {
     let asked: Vec<usize> = (0..sends.len())
         .filter(|&i| sends[i].request.reply_to_msg_id != 0)
@@ -295,6 +315,7 @@ async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Rep
             sender_id: sends[i].sender_id,
             peer_user_id: sends[i].request.peer_user_id,
             reply_to_box_id: sends[i].request.reply_to_msg_id,
+            quoted: !sends[i].request.quote_text.is_empty(),
         })
         .collect();
     for &i in &asked {
@@ -308,8 +329,17 @@ async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Rep
             .ok()
             .and_then(|at| asked.get(at).copied())
             .ok_or_else(|| sqlx::Error::Protocol(format!("no reply at position {}", row.n)))?;
-        replies[i] = Reply::Found {
-            recipient_box_id: row.recipient_box_id.unwrap_or(0),
+        let r = &sends[i].request;
+        let quote_offset = match row.replied_text {
+            Some(replied) => entities::quote_offset(&replied, &r.quote_text, r.quote_offset),
+            None => Some(0),
+        };
+        replies[i] = match quote_offset {
+            Some(quote_offset) => Reply::Found {
+                recipient_box_id: row.recipient_box_id.unwrap_or(0),
+                quote_offset,
+            },
+            None => Reply::QuoteInvalid,
         };
     }
     Ok(replies)
@@ -334,7 +364,7 @@ async fn claim(
             random_id: m.request.random_id,
             request_hash: m.request_hash.clone(),
             peer_user_id: m.request.peer_user_id,
-            reply_valid: *reply != Reply::Invalid,
+            reply_valid: matches!(reply, Reply::None | Reply::Found { .. }),
         })
         .collect();
     let rows: Vec<ClaimRow> = ClaimInput::bind(&input, sqlx::query_as(CLAIM.as_str()))
@@ -447,29 +477,30 @@ async fn replays(
                 true => 0,
                 false => box_of(m.request.peer_user_id, body_id).map_or(0, |r| r.box_id),
             };
-            let message = Message::from(MessageRow {
-                text: mine.text.clone(),
-                ..*mine
-            });
+            let message = Message::from(mine.clone());
             let event = new_message_event(
                 body_id,
                 m.sender_id,
                 message.clone(),
                 m.auth_key_id,
                 peer_box,
+                m.request.random_id,
             );
             Ok(SendOutcome::Replayed { message, event })
         })
         .collect()
 }
 
-/// The new-message event of one owner's box.
+/// The new-message event of one owner's box; `random_id` is the sender's key, for the
+/// sender's own event only (0 in the recipient's): her devices match their pending sends by
+/// it.
 pub fn new_message_event(
     body_id: i64,
     owner_id: i64,
     message: Message,
     auth_key_id: i64,
     peer_box_id: i64,
+    random_id: i64,
 ) -> UserEvent {
     UserEvent {
         event_id: new_message_event_id(body_id, owner_id).to_string(),
@@ -479,6 +510,7 @@ pub fn new_message_event(
         update: Some(Update {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                 message: Some(message),
+                random_id,
             })),
         }),
         origin_auth_key_id: auth_key_id,
@@ -517,7 +549,18 @@ fn compose(m: &NewMessage, body_id: i64, views: Vec<(i64, Message)>) -> Composed
             .iter()
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
-        let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
+        let random_id = match view.out {
+            true => m.request.random_id,
+            false => 0,
+        };
+        let event = new_message_event(
+            body_id,
+            owner,
+            view.clone(),
+            m.auth_key_id,
+            peer_box_id,
+            random_id,
+        );
         rows.push(NewRow {
             destination: TO_UPDATES,
             event_id: new_message_event_id(body_id, owner),

@@ -18,6 +18,7 @@ use oxigram_outbox::Outbox;
 
 use crate::{
     edit::{self, Edit, EditOutcome},
+    entities,
     group_commit::GroupCommit,
     outbound::ToUpdates,
     send::NewMessage,
@@ -62,17 +63,32 @@ impl MessagesService {
     }
 }
 
-/// What makes two sends "the same request" for the idempotency key.
+/// What makes two sends "the same request" for the idempotency key. Formatting and a quote
+/// are hashed only when present, after a NUL (which no text holds), so that a plain message
+/// hashes as it always did.
 fn request_hash(r: &types::SendMessageRequest) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(r.peer_user_id.to_le_bytes());
     h.update(r.reply_to_msg_id.to_le_bytes());
     h.update([u8::from(r.silent), u8::from(r.noforwards)]);
     h.update(r.text.as_bytes());
+    if !r.entities.is_empty() || !r.quote_text.is_empty() {
+        h.update([0]);
+        for part in [
+            entities::encode(&r.entities),
+            r.quote_text.as_bytes().to_vec(),
+            entities::encode(&r.quote_entities),
+            r.quote_offset.unwrap_or(-1).to_le_bytes().to_vec(),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+    }
     h.finalize().to_vec()
 }
 
-fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status> {
+/// Checks a send, and puts its entities and its quote's in their one order.
+fn validate(sender_id: i64, r: &mut types::SendMessageRequest) -> Result<(), Status> {
     if sender_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
@@ -98,6 +114,13 @@ fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<(), Status>
             "reply_to_msg_id must not be negative",
         ));
     }
+    r.entities = entities::checked(&r.text, std::mem::take(&mut r.entities))?;
+    r.quote_entities = entities::checked_quote(
+        r.reply_to_msg_id,
+        &r.quote_text,
+        std::mem::take(&mut r.quote_entities),
+        r.quote_offset,
+    )?;
     Ok(())
 }
 
@@ -116,7 +139,8 @@ fn check_message_text(text: &str) -> Result<(), Status> {
     Ok(())
 }
 
-fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<(), Status> {
+/// Checks an edit, and puts its entities in their one order.
+fn validate_edit(owner_id: i64, r: &mut types::EditMessageRequest) -> Result<(), Status> {
     if owner_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
@@ -132,7 +156,9 @@ fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<(), Sta
     if r.id <= 0 {
         return Err(status(ErrorCode::MessageIdInvalid, "id must be positive"));
     }
-    check_message_text(&r.text)
+    check_message_text(&r.text)?;
+    r.entities = entities::checked(&r.text, std::mem::take(&mut r.entities))?;
+    Ok(())
 }
 
 #[tonic::async_trait]
@@ -146,8 +172,8 @@ impl Messages for MessagesService {
             auth_key_id,
             request,
         } = request.into_inner();
-        let r = request.unwrap_or_default();
-        validate(sender_id, &r)?;
+        let mut r = request.unwrap_or_default();
+        validate(sender_id, &mut r)?;
         let new = NewMessage {
             sender_id,
             auth_key_id,
@@ -167,8 +193,8 @@ impl Messages for MessagesService {
             auth_key_id,
             request,
         } = request.into_inner();
-        let r = request.unwrap_or_default();
-        validate_edit(owner_id, &r)?;
+        let mut r = request.unwrap_or_default();
+        validate_edit(owner_id, &mut r)?;
         let edit = Edit {
             owner_id,
             auth_key_id,
@@ -179,7 +205,7 @@ impl Messages for MessagesService {
             .await
             .map_err(Error::from)?
         {
-            EditOutcome::Edited(edited) => edited,
+            EditOutcome::Edited(edited) => *edited,
             EditOutcome::IdInvalid => {
                 return Err(status(
                     ErrorCode::MessageIdInvalid,
@@ -195,7 +221,7 @@ impl Messages for MessagesService {
             EditOutcome::NotModified => {
                 return Err(status(
                     ErrorCode::MessageNotModified,
-                    "the message has this text already",
+                    "the message has this text and these entities already",
                 ));
             }
             EditOutcome::Forbidden => {
@@ -424,26 +450,26 @@ mod tests {
 
     #[test]
     fn text_limits_count_code_points() {
-        assert_eq!(code(validate(1, &send(&"é".repeat(4096)))), None);
+        assert_eq!(code(validate(1, &mut send(&"é".repeat(4096)))), None);
         assert_eq!(
-            code(validate(1, &send(&"é".repeat(4097)))).as_deref(),
+            code(validate(1, &mut send(&"é".repeat(4097)))).as_deref(),
             Some("MESSAGE_TOO_LONG")
         );
         assert_eq!(
-            code(validate(1, &send("  "))).as_deref(),
+            code(validate(1, &mut send("  "))).as_deref(),
             Some("MESSAGE_EMPTY")
         );
         // Postgres cannot store NUL: refused whether or not other text surrounds it.
         for nul in ["\0", "hello\0world"] {
             assert_eq!(
-                code(validate(1, &send(nul))).as_deref(),
+                code(validate(1, &mut send(nul))).as_deref(),
                 Some("INPUT_TEXT_INVALID")
             );
         }
         let mut bad_peer = send("hi");
         bad_peer.peer_user_id = 0;
         assert_eq!(
-            code(validate(1, &bad_peer)).as_deref(),
+            code(validate(1, &mut bad_peer)).as_deref(),
             Some("PEER_ID_INVALID")
         );
     }
@@ -453,10 +479,11 @@ mod tests {
         let edit = |owner: i64, peer: i64, id: i64, text: &str| {
             code(validate_edit(
                 owner,
-                &types::EditMessageRequest {
+                &mut types::EditMessageRequest {
                     peer_user_id: peer,
                     id,
                     text: text.into(),
+                    ..Default::default()
                 },
             ))
         };

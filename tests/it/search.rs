@@ -125,6 +125,7 @@ async fn an_edit_is_found_by_its_new_text_at_once() -> anyhow::Result<()> {
             peer_user_id: bob_id,
             id,
             text: "Dinner at eight?".into(),
+            ..Default::default()
         })
         .await?;
     let q = |peer_user_id: i64, q: &str| SearchRequest {

@@ -90,6 +90,7 @@ impl TestClient {
                 peer_user_id: peer,
                 id,
                 text: text.into(),
+                ..Default::default()
             })
             .await?)
     }

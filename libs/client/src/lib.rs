@@ -28,6 +28,10 @@
 //!   stream with backoff from the local state. Save [`UpdateStream::state`] with the device
 //!   to resume after a restart; hand the answers to the device's own sends to the stream
 //!   ([`UpdateStream::sent`]) so they are applied in order too.
+//! - **Pending sends.** The sender's own new-message update carries the send's `random_id`
+//!   ([`echo`]), on every device of hers and whatever way it arrives, and so does the send's
+//!   answer: [`PendingSends`] matches a device's waiting sends by it, so a send whose answer
+//!   was lost becomes its message once, from the stream or getDifference.
 //!
 //! # Example
 //!
@@ -76,6 +80,7 @@ mod auth_key;
 mod client;
 mod deadline;
 mod error;
+mod pending;
 mod sequencer;
 mod stream;
 
@@ -83,6 +88,7 @@ pub use auth_key::{AUTH_KEY_HEADER, AuthKey, SignWithKey};
 pub use client::{Client, DIFFERENCE_LIMIT, LoginCode, Signed, connect};
 pub use deadline::Deadline;
 pub use error::Error;
+pub use pending::{PendingSends, echo};
 pub use sequencer::{
     CatchUp, Sequencer, Slice, Source, State, Verdict, edited_update, sent_update,
 };
