@@ -56,6 +56,9 @@ fn check_fields(i: usize, e: &MessageEntity) -> Result<(), Status> {
             &format!("entity {i}: unknown kind {}", e.kind),
         ));
     }
+    // NUL is refused in every text field alike, before any rule of the field's own.
+    oxigram_errors::check_text("entities.url", &e.url)?;
+    oxigram_errors::check_text("entities.language", &e.language)?;
     let foreign = (!e.language.is_empty() && kind != Kind::Pre)
         || (!e.url.is_empty() && kind != Kind::TextUrl)
         || (e.user_id != 0 && kind != Kind::MentionName);
@@ -483,6 +486,16 @@ mod tests {
                 text,
                 vec![with(e(Pre, 0, 5), |x| x.language = "a b".into())],
                 Some("ENTITY_LANGUAGE_INVALID"),
+            ),
+            (
+                text,
+                vec![with(e(Pre, 0, 5), |x| x.language = "c\0".into())],
+                Some("INPUT_TEXT_INVALID"),
+            ),
+            (
+                text,
+                vec![url("https://a.b/\0")],
+                Some("INPUT_TEXT_INVALID"),
             ),
             (
                 text,

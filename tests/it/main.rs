@@ -10,6 +10,7 @@ mod full_stack;
 mod group_commit;
 mod media;
 mod message_edit;
+mod message_format;
 mod outbox_recovery;
 mod private_chat;
 mod schemas;
