@@ -28,6 +28,10 @@ pub fn checked(text: &str, mut entities: Vec<MessageEntity>) -> Result<Vec<Messa
             &format!("at most {MAX_ENTITIES} entities"),
         ));
     }
+    if entities.is_empty() {
+        // A plain text costs the send nothing here.
+        return Ok(entities);
+    }
     let units = Utf16::of(text);
     for (i, e) in entities.iter().enumerate() {
         check_fields(i, e)?;
