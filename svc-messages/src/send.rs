@@ -2,7 +2,8 @@
 //! one), and a batch costs the same two statements whatever its size: the first claims every
 //! key and takes every owner's box ids (sql/send_claim.sql), the second writes the bodies, the
 //! boxes and the outbox rows (sql/send_write.sql). A batch with replies first resolves them
-//! all in one more statement, the replies pre-pass (sql/send_replies.sql). Each statement is a
+//! (and finds their quotes in the replied texts) all in one more statement, the replies
+//! pre-pass (sql/send_replies.sql). Each statement is a
 //! round trip, and under load every round trip waits for the backend and then for this task to
 //! be scheduled again, so their number, not the rows they carry, is what a send's latency is
 //! made of.
