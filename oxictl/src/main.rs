@@ -4,6 +4,7 @@
 
 mod bench;
 mod device;
+mod format;
 
 /// The bench client shares the machine with the system it measures: the allocator the services
 /// use keeps its own CPU down too.
@@ -23,7 +24,7 @@ use oxigram_proto::{
         EditMessageRequest, ForwardMessagesRequest, GetDialogsRequest, GetHistoryRequest,
         SearchRequest, SendMessageRequest,
     },
-    types::v1::{InputPeer, Message, PtsUpdate, update},
+    types::v1::{InputPeer, Message, MessageEntity, PtsUpdate, update},
 };
 
 #[derive(Parser)]
@@ -78,6 +79,18 @@ enum Command {
         random_id: Option<i64>,
         #[arg(long, default_value_t = 0)]
         reply_to: i64,
+        /// Formatting, repeated: KIND:OFFSET:LENGTH[:ARG] in UTF-16 code units, e.g.
+        /// `bold:0:5`, `text_url:6:4:https://example.com`, `pre:0:9:rust`,
+        /// `mention_name:0:3:USER_ID`.
+        #[arg(long = "entity", value_parser = format::parse_entity)]
+        entities: Vec<MessageEntity>,
+        /// With --reply-to: the part of the replied message's text to quote.
+        #[arg(long)]
+        quote: Option<String>,
+        /// Where the quote is in the replied text (UTF-16 code units); else where it first
+        /// occurs.
+        #[arg(long)]
+        quote_offset: Option<i32>,
     },
     /// Edits the text of one of your messages, named by its id in the dialog with a user.
     Edit {
@@ -87,6 +100,9 @@ enum Command {
         id: i64,
         #[arg(long)]
         text: String,
+        /// The new text's formatting, as for `send`.
+        #[arg(long = "entity", value_parser = format::parse_entity)]
+        entities: Vec<MessageEntity>,
     },
     /// Forwards your messages, named by their ids in the dialog with a user, to a user (`me`:
     /// Saved Messages).
@@ -168,11 +184,13 @@ fn show(m: &Message) -> String {
         None => String::new(),
     };
     format!(
-        "#{} {dir} peer {} from {}{forwarded}: {}",
+        "#{} {dir} peer {} from {}{forwarded}: {}{}{}",
         m.id,
         m.peer_user(),
         m.from_user_id,
-        m.text
+        m.text,
+        format::show_entities(&m.entities),
+        format::show_quote(m.reply_quote.as_ref())
     )
 }
 
@@ -180,6 +198,10 @@ fn show(m: &Message) -> String {
 fn show_update(u: &PtsUpdate) -> String {
     let what = match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
         Some(update::Kind::NewMessage(n)) => match &n.message {
+            // The sender's own message: the send it settles.
+            Some(m) if n.random_id != 0 => {
+                format!("new message {} (random_id {})", show(m), n.random_id)
+            }
             Some(m) => format!("new message {}", show(m)),
             None => "new message (deleted)".into(),
         },
@@ -256,8 +278,27 @@ async fn main() -> anyhow::Result<()> {
             text,
             random_id,
             reply_to,
-        } => send(&path, &to, text, random_id, reply_to).await?,
-        Command::Edit { with, id, text } => edit(&path, &with, id, text).await?,
+            entities,
+            quote,
+            quote_offset,
+        } => {
+            let request = SendMessageRequest {
+                random_id: random_id.unwrap_or_else(|| rand::random_range(1..i64::MAX)),
+                text,
+                reply_to_msg_id: reply_to,
+                entities,
+                quote_text: quote.unwrap_or_default(),
+                quote_offset,
+                ..Default::default()
+            };
+            send(&path, &to, request).await?
+        }
+        Command::Edit {
+            with,
+            id,
+            text,
+            entities,
+        } => edit(&path, &with, id, text, entities).await?,
         Command::Forward {
             from,
             ids,
@@ -339,34 +380,36 @@ async fn search(
     Ok(())
 }
 
-/// Sends a text; applies the device's own update when it continues the device's state.
-async fn send(
-    path: &std::path::Path,
-    to: &str,
-    text: String,
-    random_id: Option<i64>,
-    reply_to: i64,
-) -> anyhow::Result<()> {
+/// Sends a message to `to`; applies the device's own update when it continues the device's
+/// state.
+async fn send(path: &std::path::Path, to: &str, request: SendMessageRequest) -> anyhow::Result<()> {
     let mut c = DeviceClient::open(path).await?;
     let peer = resolve(&c.client, to).await?;
-    let random_id = random_id.unwrap_or_else(|| rand::random_range(1..i64::MAX));
     let sent = c
         .client
         .send_message(SendMessageRequest {
             peer: Some(InputPeer::user(peer)),
-            random_id,
-            text,
-            reply_to_msg_id: reply_to,
-            ..Default::default()
+            ..request
         })
         .await?;
     let m = sent.message.as_ref().context("no message in the answer")?;
-    println!("sent {} (random_id {random_id}, pts {})", show(m), sent.pts);
+    println!(
+        "sent {} (random_id {}, pts {})",
+        show(m),
+        sent.random_id,
+        sent.pts
+    );
     c.apply_own(path, sent_update(sent))
 }
 
 /// Edits a message; applies the device's own update when it continues the device's state.
-async fn edit(path: &std::path::Path, with: &str, id: i64, text: String) -> anyhow::Result<()> {
+async fn edit(
+    path: &std::path::Path,
+    with: &str,
+    id: i64,
+    text: String,
+    entities: Vec<MessageEntity>,
+) -> anyhow::Result<()> {
     let mut c = DeviceClient::open(path).await?;
     let peer = resolve(&c.client, with).await?;
     let edited = c
@@ -375,6 +418,7 @@ async fn edit(path: &std::path::Path, with: &str, id: i64, text: String) -> anyh
             peer: Some(InputPeer::user(peer)),
             id,
             text,
+            entities,
         })
         .await?;
     let m = edited

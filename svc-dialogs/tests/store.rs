@@ -75,6 +75,7 @@ fn message(
                     text: format!("m{id}"),
                     ..Default::default()
                 }),
+                random_id: 0,
             }),
         )
     }

@@ -5,6 +5,7 @@ SELECT b.peer_user_id,
        b.body_id,
        m.sender_id,
        m.text,
+       m.entities,
        m.edit_version,
        b.peer_user_id <> b.owner_id AND EXISTS (
            SELECT 1 FROM blocks k

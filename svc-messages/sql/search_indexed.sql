@@ -6,14 +6,14 @@
 -- $1 owner, $2 peer (0 = any), $3 ILIKE pattern, $4 min date, $5 max date (inclusive),
 -- $6 sender (0 = any), $7 seek key (box ids below it), $8 limit.
 WITH found AS MATERIALIZED (
-    SELECT id, sender_id, text, silent, noforwards, edit_date,
+    SELECT id, sender_id, text, silent, noforwards, edit_date, entities, quote,
            fwd_from_user_id, fwd_date, fwd_msg_id, fwd_saved_from_user_id, fwd_saved_from_msg_id
     FROM message_bodies
     WHERE ARRAY[sender_id, recipient_id] @> ARRAY[$1::bigint]
       AND text ILIKE $3
       AND ($6 = 0 OR sender_id = $6)
 )
-SELECT bx.*, f.sender_id, f.text, f.silent, f.noforwards, f.edit_date,
+SELECT bx.*, f.sender_id, f.text, f.silent, f.noforwards, f.edit_date, f.entities, f.quote,
        f.fwd_from_user_id, f.fwd_date, f.fwd_msg_id, f.fwd_saved_from_user_id,
        f.fwd_saved_from_msg_id
 FROM found f

@@ -12,7 +12,7 @@ FROM (
     LIMIT $9
 ) bx
 CROSS JOIN LATERAL (
-    SELECT sender_id, text, silent, noforwards, edit_date,
+    SELECT sender_id, text, silent, noforwards, edit_date, entities, quote,
            fwd_from_user_id, fwd_date, fwd_msg_id, fwd_saved_from_user_id, fwd_saved_from_msg_id
     FROM message_bodies
     WHERE id = bx.body_id AND text ILIKE $3 AND ($6 = 0 OR sender_id = $6)

@@ -1,10 +1,10 @@
 -- The second statement of a batch of sends: the bodies and every owner's box of the sends
 -- that took box ids (their keys name their bodies already), and the release of the keys of
--- sends whose reply was invalid (primary key of idempotency_keys), so that a corrected retry
--- may use them. The outbox rows follow these items in the same statement.
+-- sends whose reply (or its quote) was invalid (primary key of idempotency_keys), so that a
+-- corrected retry may use them. The outbox rows follow these items in the same statement.
 bodies AS (
     INSERT INTO message_bodies (id, sender_id, recipient_id, text, date, silent, noforwards,
-                                fwd_from_user_id, fwd_date, fwd_msg_id,
+                                entities, quote, fwd_from_user_id, fwd_date, fwd_msg_id,
                                 fwd_saved_from_user_id, fwd_saved_from_msg_id)
     SELECT * FROM {bodies}
 ), boxes AS (

@@ -1,4 +1,4 @@
-//! The edit transaction: the author's new text for one of her messages. The body is shared,
+//! The edit transaction: the author's new text and entities for one of her messages. The body is shared,
 //! so one edit changes the message in every owner's box that still holds it, and each of
 //! those owners gets an edit event in her update log, written to the outbox for svc-updates
 //! in the same transaction as the change (three statements: lock, boxes, write).
@@ -13,6 +13,7 @@ use prost::Message as _;
 use sqlx::PgPool;
 
 use crate::{
+    entities,
     outbound::{TO_UPDATES, edit_event_id},
     rows::MessageRow,
     store::messages_of,
@@ -40,12 +41,13 @@ pub struct Edited {
 
 /// What an edit became. Every outcome but `Edited` changed nothing.
 pub enum EditOutcome {
-    Edited(Edited),
+    /// Boxed: a message is large beside the other outcomes.
+    Edited(Box<Edited>),
     /// The id names no message of this dialog in the editor's box.
     IdInvalid,
     /// The editor did not write the message.
     AuthorRequired,
-    /// The text is the message's text already.
+    /// The text and entities are the message's already.
     NotModified,
     /// The peer blocked the editor: her box is not to change.
     Forbidden,
@@ -58,6 +60,8 @@ struct Locked {
     body_id: i64,
     sender_id: i64,
     text: String,
+    /// Stored (see [`entities::encode`]).
+    entities: Vec<u8>,
     edit_version: i32,
     blocked: bool,
 }
@@ -77,7 +81,9 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     if locked.sender_id != edit.owner_id {
         return Ok(EditOutcome::AuthorRequired);
     }
-    if locked.text == r.text {
+    // Entities come in their one order (`entities::checked`), so equal lists encode alike.
+    let entities = entities::encode(&r.entities);
+    if locked.text == r.text && locked.entities == entities {
         return Ok(EditOutcome::NotModified);
     }
     if locked.blocked {
@@ -104,6 +110,7 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
         let owner = row.owner_id;
         let view = Message {
             text: r.text.clone(),
+            entities: r.entities.clone(),
             edit_date,
             ..Message::from(row)
         };
@@ -136,19 +143,20 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     let message = message.ok_or(sqlx::Error::RowNotFound)?;
 
     static WRITE: LazyLock<String> =
-        LazyLock::new(|| Staged::statement(include_str!("../sql/edit_write.sql"), 5));
+        LazyLock::new(|| Staged::statement(include_str!("../sql/edit_write.sql"), 6));
     let staged = outbox.stage(&rows);
     let query = sqlx::query_as(WRITE.as_str())
         .bind(&r.text)
+        .bind(&entities)
         .bind(edit_date)
         .bind(version)
         .bind(locked.body_id);
     let returned = staged.bind(query).fetch_all(&mut *tx).await?;
     let updates_rows = staged.ids(returned)?;
     tx.commit().await?;
-    Ok(EditOutcome::Edited(Edited {
+    Ok(EditOutcome::Edited(Box::new(Edited {
         message,
         updates_events: events,
         updates_rows,
-    }))
+    })))
 }

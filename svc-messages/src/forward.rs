@@ -186,8 +186,12 @@ fn content(
         peer: Some(InputPeer::user(to_peer)),
         random_id,
         text: source.text.clone(),
-        // A forward replies to nothing.
+        entities: source.entities.clone(),
+        // A forward replies to nothing, so it quotes nothing either.
         reply_to_msg_id: 0,
+        quote_text: String::new(),
+        quote_entities: Vec::new(),
+        quote_offset: None,
         silent: r.silent,
         noforwards: r.noforwards,
     }

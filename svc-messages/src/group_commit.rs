@@ -156,15 +156,15 @@ async fn hand_off(
                         .find(|e| e.user_id == send.sender_id)
                         .map(|e| e.event_id.clone())
                         .unwrap_or_default();
-                    answers.push((own, message));
+                    answers.push((own, message, send.request.random_id));
                     events.extend(updates_events);
                     rows.extend(updates_rows);
                 }
                 // Its event went to svc-updates with the first send: asked again, it answers
                 // the pts that send got.
                 SendOutcome::Replayed { message, event } => {
-                    answers.push((event.event_id.clone(), message));
-                    events.push(event);
+                    answers.push((event.event_id.clone(), message, send.request.random_id));
+                    events.push(*event);
                 }
                 SendOutcome::KeyReused => {
                     refused.get_or_insert_with(|| {
@@ -179,6 +179,14 @@ async fn hand_off(
                         status(
                             ErrorCode::ReplyMessageIdInvalid,
                             "reply_to_msg_id names no message of this chat",
+                        )
+                    });
+                }
+                SendOutcome::QuoteInvalid => {
+                    refused.get_or_insert_with(|| {
+                        status(
+                            ErrorCode::QuoteTextInvalid,
+                            "the quote does not occur in the replied message's text",
                         )
                     });
                 }
@@ -206,12 +214,13 @@ async fn hand_off(
     for (answers, reply) in waiting {
         let responses = answers
             .into_iter()
-            .map(|(event_id, message)| {
+            .map(|(event_id, message, random_id)| {
                 let (pts, pts_count) = appended.get(&event_id).copied().unwrap_or((0, 0));
                 SendMessageResponse {
                     message: Some(message),
                     pts,
                     pts_count,
+                    random_id,
                 }
             })
             .collect();

@@ -9,6 +9,7 @@
 //! (`forward`) is a send of each source message's content, with a forward header.
 
 pub mod edit;
+pub mod entities;
 pub mod forward;
 mod group_commit;
 mod outbound;

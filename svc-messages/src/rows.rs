@@ -2,8 +2,10 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::types::v1::{Message, MessageFwdHeader, Peer, SendMessageRequest};
+use oxigram_proto::types::v1::{Message, MessageFwdHeader, Peer, ReplyQuote, SendMessageRequest};
 use oxigram_storage::batch_row;
+
+use crate::entities;
 
 batch_row! {
     /// A message_bodies row a send writes: the message as its sender wrote it.
@@ -17,6 +19,10 @@ batch_row! {
         pub date: i64,
         pub silent: bool,
         pub noforwards: bool,
+        /// The text's entities, stored (see [`entities::encode`]).
+        pub entities: Vec<u8>,
+        /// A reply's quote, stored (see [`entities::encode_quote`]).
+        pub quote: Vec<u8>,
         /// The forward header, all 0 when the message is not a forward (see [`FwdColumns`]).
         pub fwd_from_user_id: i64,
         pub fwd_date: i64,
@@ -56,8 +62,9 @@ impl BoxRow {
 }
 
 impl BodyRow {
-    /// The body of a new message `id` to `recipient_id`, sent now (`date`), a forward when it
-    /// has a header.
+    /// The body of a new message `id` to `recipient_id`, sent now (`date`): a forward when it
+    /// has a header; a quote of its reply, if it has one, is at `quote_offset` of the replied
+    /// text.
     pub fn new(
         id: i64,
         sender_id: i64,
@@ -65,8 +72,14 @@ impl BodyRow {
         request: &SendMessageRequest,
         fwd_from: Option<&MessageFwdHeader>,
         date: i64,
+        quote_offset: i32,
     ) -> Self {
         let fwd = FwdColumns::of(fwd_from);
+        let quote = (!request.quote_text.is_empty()).then(|| ReplyQuote {
+            text: request.quote_text.clone(),
+            entities: request.quote_entities.clone(),
+            offset: quote_offset,
+        });
         Self {
             id,
             sender_id,
@@ -75,6 +88,8 @@ impl BodyRow {
             date,
             silent: request.silent,
             noforwards: request.noforwards,
+            entities: entities::encode(&request.entities),
+            quote: entities::encode_quote(quote.as_ref()),
             fwd_from_user_id: fwd.fwd_from_user_id,
             fwd_date: fwd.fwd_date,
             fwd_msg_id: fwd.fwd_msg_id,
@@ -115,13 +130,15 @@ impl BodyRow {
             silent: self.silent,
             noforwards: self.noforwards,
             edit_date: 0,
+            entities: entities::decode(&self.entities),
+            reply_quote: entities::decode_quote(&self.quote),
             fwd_from: self.fwd().header(),
         }
     }
 }
 
 /// A message as one owner sees it: her box joined with the body (sql/messages_of_boxes.sql).
-#[derive(sqlx::FromRow)]
+#[derive(Clone, sqlx::FromRow)]
 pub struct MessageRow {
     pub owner_id: i64,
     pub box_id: i64,
@@ -135,6 +152,8 @@ pub struct MessageRow {
     pub silent: bool,
     pub noforwards: bool,
     pub edit_date: i64,
+    pub entities: Vec<u8>,
+    pub quote: Vec<u8>,
     #[sqlx(flatten)]
     pub fwd: FwdColumns,
 }
@@ -152,6 +171,8 @@ impl From<MessageRow> for Message {
             silent: r.silent,
             noforwards: r.noforwards,
             edit_date: r.edit_date,
+            entities: entities::decode(&r.entities),
+            reply_quote: entities::decode_quote(&r.quote),
             fwd_from: r.fwd.header(),
         }
     }

@@ -2,7 +2,8 @@
 //! one), and a batch costs the same two statements whatever its size: the first claims every
 //! key and takes every owner's box ids (sql/send_claim.sql), the second writes the bodies, the
 //! boxes and the outbox rows (sql/send_write.sql). A batch with replies first resolves them
-//! all in one more statement, the replies pre-pass (sql/send_replies.sql). Each statement is a
+//! (and finds their quotes in the replied texts) all in one more statement, the replies
+//! pre-pass (sql/send_replies.sql). Each statement is a
 //! round trip, and under load every round trip waits for the backend and then for this task to
 //! be scheduled again, so their number, not the rows they carry, is what a send's latency is
 //! made of.
@@ -26,6 +27,7 @@ use prost::Message as _;
 use sqlx::{PgConnection, PgPool};
 
 use crate::{
+    entities,
     outbound::{TO_UPDATES, new_message_event_id},
     rows::{BodyRow, BoxRow, MessageRow},
     store::messages_of,
@@ -63,12 +65,14 @@ pub enum SendOutcome {
     /// the sender's event of it (svc-updates answers it with the pts it got the first time).
     Replayed {
         message: Message,
-        event: UserEvent,
+        event: Box<UserEvent>,
     },
     /// The key was used before with a different request.
     KeyReused,
     /// reply_to_msg_id names no message of this dialog in the sender's box.
     ReplyInvalid,
+    /// The reply's quote does not occur in the replied message's text.
+    QuoteInvalid,
 }
 
 /// Sends a batch; one outcome per send, in order.
@@ -142,10 +146,16 @@ enum Claim {
 enum Reply {
     /// Not a reply.
     None,
-    /// The message replied to, and the recipient's box id of it (0: she has none).
-    Found { recipient_box_id: i64 },
+    /// The message replied to, and the recipient's box id of it (0: she has none); where
+    /// the reply's quote occurs in its text (0 without a quote).
+    Found {
+        recipient_box_id: i64,
+        quote_offset: i32,
+    },
     /// It names no message of this dialog in the sender's box.
     Invalid,
+    /// It names one, but the reply's quote does not occur in its text.
+    QuoteInvalid,
 }
 
 batch_row! {
@@ -204,12 +214,18 @@ async fn send_distinct(
                     sender_id: m.sender_id,
                     random_id: m.request.random_id,
                 });
-                Some(SendOutcome::ReplyInvalid)
+                Some(match reply {
+                    Reply::QuoteInvalid => SendOutcome::QuoteInvalid,
+                    _ => SendOutcome::ReplyInvalid,
+                })
             }
             Claim::Boxes { body_id, box_ids } => {
-                let recipient_reply = match reply {
-                    Reply::Found { recipient_box_id } => recipient_box_id,
-                    Reply::None | Reply::Invalid => 0,
+                let (recipient_reply, quote_offset) = match reply {
+                    Reply::Found {
+                        recipient_box_id,
+                        quote_offset,
+                    } => (recipient_box_id, quote_offset),
+                    Reply::None | Reply::Invalid | Reply::QuoteInvalid => (0, 0),
                 };
                 let body = BodyRow::new(
                     body_id,
@@ -218,6 +234,7 @@ async fn send_distinct(
                     &m.request,
                     m.fwd_from.as_ref(),
                     now,
+                    quote_offset,
                 );
                 let views: Vec<(i64, Message)> = box_ids
                     .iter()
@@ -271,6 +288,8 @@ batch_row! {
         sender_id: i64,
         peer_user_id: i64,
         reply_to_box_id: i64,
+        /// The reply quotes: the pre-pass reads the replied text.
+        quoted: bool,
     }
 }
 
@@ -280,10 +299,13 @@ struct ReplyRow {
     /// The send's position among the replies looked up, from 1.
     n: i64,
     recipient_box_id: Option<i64>,
+    /// The replied message's text, for a reply that quotes.
+    replied_text: Option<String>,
 }
 
-/// The replies pre-pass (sql/send_replies.sql): what each send's reply names, in one
-/// statement for the whole batch, and none when it has no reply.
+/// The replies pre-pass (sql/send_replies.sql): what each send's reply names, and where its
+/// quote occurs in the replied text, in one statement for the whole batch, and none when it
+/// has no reply.
 async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Reply>, sqlx::Error> {
     let asked: Vec<usize> = (0..sends.len())
         .filter(|&i| sends[i].request.reply_to_msg_id != 0)
@@ -303,6 +325,7 @@ async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Rep
             sender_id: sends[i].sender_id,
             peer_user_id: sends[i].peer_id,
             reply_to_box_id: sends[i].request.reply_to_msg_id,
+            quoted: !sends[i].request.quote_text.is_empty(),
         })
         .collect();
     for &i in &asked {
@@ -316,8 +339,17 @@ async fn replies(tx: &mut PgConnection, sends: &[&NewMessage]) -> Result<Vec<Rep
             .ok()
             .and_then(|at| asked.get(at).copied())
             .ok_or_else(|| sqlx::Error::Protocol(format!("no reply at position {}", row.n)))?;
-        replies[i] = Reply::Found {
-            recipient_box_id: row.recipient_box_id.unwrap_or(0),
+        let r = &sends[i].request;
+        let quote_offset = match row.replied_text {
+            Some(replied) => entities::quote_offset(&replied, &r.quote_text, r.quote_offset),
+            None => Some(0),
+        };
+        replies[i] = match quote_offset {
+            Some(quote_offset) => Reply::Found {
+                recipient_box_id: row.recipient_box_id.unwrap_or(0),
+                quote_offset,
+            },
+            None => Reply::QuoteInvalid,
         };
     }
     Ok(replies)
@@ -342,7 +374,7 @@ async fn claim(
             random_id: m.request.random_id,
             request_hash: m.request_hash.clone(),
             peer_user_id: m.peer_id,
-            reply_valid: *reply != Reply::Invalid,
+            reply_valid: matches!(reply, Reply::None | Reply::Found { .. }),
         })
         .collect();
     let rows: Vec<ClaimRow> = ClaimInput::bind(&input, sqlx::query_as(CLAIM.as_str()))
@@ -478,29 +510,33 @@ async fn replays(
                 true => 0,
                 false => box_of(m.peer_id, body_id).map_or(0, |r| r.box_id),
             };
-            let message = Message::from(MessageRow {
-                text: mine.text.clone(),
-                ..*mine
-            });
+            let message = Message::from(mine.clone());
             let event = new_message_event(
                 body_id,
                 m.sender_id,
                 message.clone(),
                 m.auth_key_id,
                 peer_box,
+                m.request.random_id,
             );
-            Ok(SendOutcome::Replayed { message, event })
+            Ok(SendOutcome::Replayed {
+                message,
+                event: Box::new(event),
+            })
         })
         .collect()
 }
 
-/// The new-message event of one owner's box.
+/// The new-message event of one owner's box; `random_id` is the sender's key, for the
+/// sender's own event only (0 in the recipient's): her devices match their pending sends by
+/// it.
 pub fn new_message_event(
     body_id: i64,
     owner_id: i64,
     message: Message,
     auth_key_id: i64,
     peer_box_id: i64,
+    random_id: i64,
 ) -> UserEvent {
     UserEvent {
         event_id: new_message_event_id(body_id, owner_id).to_string(),
@@ -510,6 +546,7 @@ pub fn new_message_event(
         update: Some(Update {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                 message: Some(message),
+                random_id,
             })),
         }),
         origin_auth_key_id: auth_key_id,
@@ -548,7 +585,18 @@ fn compose(m: &NewMessage, body_id: i64, views: Vec<(i64, Message)>) -> Composed
             .iter()
             .find(|(o, _)| *o != owner)
             .map_or(0, |(_, id)| *id);
-        let event = new_message_event(body_id, owner, view.clone(), m.auth_key_id, peer_box_id);
+        let random_id = match view.out {
+            true => m.request.random_id,
+            false => 0,
+        };
+        let event = new_message_event(
+            body_id,
+            owner,
+            view.clone(),
+            m.auth_key_id,
+            peer_box_id,
+            random_id,
+        );
         rows.push(NewRow {
             destination: TO_UPDATES,
             event_id: new_message_event_id(body_id, owner),

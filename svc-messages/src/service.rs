@@ -22,6 +22,7 @@ use oxigram_outbox::Outbox;
 
 use crate::{
     edit::{self, Edit, EditOutcome},
+    entities,
     forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
@@ -68,18 +69,32 @@ impl MessagesService {
 }
 
 /// What makes two sends "the same request" for the idempotency key: the peer as resolved, so
-/// `self` and the sender's own id are one peer.
+/// `self` and the sender's own id are one peer. Formatting and a quote are hashed only when
+/// present, after a NUL (which no text holds), so that a plain message hashes as it always did.
 fn request_hash(peer_id: i64, r: &types::SendMessageRequest) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(peer_id.to_le_bytes());
     h.update(r.reply_to_msg_id.to_le_bytes());
     h.update([u8::from(r.silent), u8::from(r.noforwards)]);
     h.update(r.text.as_bytes());
+    if !r.entities.is_empty() || !r.quote_text.is_empty() {
+        h.update([0]);
+        for part in [
+            entities::encode(&r.entities),
+            r.quote_text.as_bytes().to_vec(),
+            entities::encode(&r.quote_entities),
+            r.quote_offset.unwrap_or(-1).to_le_bytes().to_vec(),
+        ] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+    }
     h.finalize().to_vec()
 }
 
-/// Checks a send; the user it goes to.
-fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<i64, Status> {
+/// Checks a send, and puts its entities and its quote's in their one order; the user it goes
+/// to.
+fn validate(sender_id: i64, r: &mut types::SendMessageRequest) -> Result<i64, Status> {
     if sender_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
@@ -100,6 +115,13 @@ fn validate(sender_id: i64, r: &types::SendMessageRequest) -> Result<i64, Status
             "reply_to_msg_id must not be negative",
         ));
     }
+    r.entities = entities::checked(&r.text, std::mem::take(&mut r.entities))?;
+    r.quote_entities = entities::checked_quote(
+        r.reply_to_msg_id,
+        &r.quote_text,
+        std::mem::take(&mut r.quote_entities),
+        r.quote_offset,
+    )?;
     Ok(peer_id)
 }
 
@@ -118,8 +140,8 @@ fn check_message_text(text: &str) -> Result<(), Status> {
     Ok(())
 }
 
-/// Checks an edit; the user of its dialog.
-fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<i64, Status> {
+/// Checks an edit, and puts its entities in their one order; the user of its dialog.
+fn validate_edit(owner_id: i64, r: &mut types::EditMessageRequest) -> Result<i64, Status> {
     if owner_id <= 0 {
         return Err(status(
             ErrorCode::UserIdInvalid,
@@ -131,6 +153,7 @@ fn validate_edit(owner_id: i64, r: &types::EditMessageRequest) -> Result<i64, St
         return Err(status(ErrorCode::MessageIdInvalid, "id must be positive"));
     }
     check_message_text(&r.text)?;
+    r.entities = entities::checked(&r.text, std::mem::take(&mut r.entities))?;
     Ok(peer_id)
 }
 
@@ -145,8 +168,8 @@ impl Messages for MessagesService {
             auth_key_id,
             request,
         } = request.into_inner();
-        let r = request.unwrap_or_default();
-        let peer_id = validate(sender_id, &r)?;
+        let mut r = request.unwrap_or_default();
+        let peer_id = validate(sender_id, &mut r)?;
         let new = NewMessage {
             sender_id,
             peer_id,
@@ -202,8 +225,8 @@ impl Messages for MessagesService {
             auth_key_id,
             request,
         } = request.into_inner();
-        let r = request.unwrap_or_default();
-        let peer_id = validate_edit(owner_id, &r)?;
+        let mut r = request.unwrap_or_default();
+        let peer_id = validate_edit(owner_id, &mut r)?;
         let edit = Edit {
             owner_id,
             peer_id,
@@ -215,7 +238,7 @@ impl Messages for MessagesService {
             .await
             .map_err(Error::from)?
         {
-            EditOutcome::Edited(edited) => edited,
+            EditOutcome::Edited(edited) => *edited,
             EditOutcome::IdInvalid => {
                 return Err(status(
                     ErrorCode::MessageIdInvalid,
@@ -231,7 +254,7 @@ impl Messages for MessagesService {
             EditOutcome::NotModified => {
                 return Err(status(
                     ErrorCode::MessageNotModified,
-                    "the message has this text already",
+                    "the message has this text and these entities already",
                 ));
             }
             EditOutcome::Forbidden => {
@@ -460,26 +483,26 @@ mod tests {
 
     #[test]
     fn text_limits_count_code_points() {
-        assert_eq!(code(validate(1, &send(&"é".repeat(4096)))), None);
+        assert_eq!(code(validate(1, &mut send(&"é".repeat(4096)))), None);
         assert_eq!(
-            code(validate(1, &send(&"é".repeat(4097)))).as_deref(),
+            code(validate(1, &mut send(&"é".repeat(4097)))).as_deref(),
             Some("MESSAGE_TOO_LONG")
         );
         assert_eq!(
-            code(validate(1, &send("  "))).as_deref(),
+            code(validate(1, &mut send("  "))).as_deref(),
             Some("MESSAGE_EMPTY")
         );
         // Postgres cannot store NUL: refused whether or not other text surrounds it.
         for nul in ["\0", "hello\0world"] {
             assert_eq!(
-                code(validate(1, &send(nul))).as_deref(),
+                code(validate(1, &mut send(nul))).as_deref(),
                 Some("INPUT_TEXT_INVALID")
             );
         }
         let mut bad_peer = send("hi");
         bad_peer.peer = Some(types::InputPeer::user(0));
         assert_eq!(
-            code(validate(1, &bad_peer)).as_deref(),
+            code(validate(1, &mut bad_peer)).as_deref(),
             Some("PEER_ID_INVALID")
         );
     }
@@ -489,10 +512,11 @@ mod tests {
         let edit = |owner: i64, peer: i64, id: i64, text: &str| {
             code(validate_edit(
                 owner,
-                &types::EditMessageRequest {
+                &mut types::EditMessageRequest {
                     peer: Some(types::InputPeer::user(peer)),
                     id,
                     text: text.into(),
+                    ..Default::default()
                 },
             ))
         };

@@ -5,7 +5,8 @@
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    EditMessageRequest, ForwardMessagesRequest, InputPeer, Message, SendMessageRequest, update,
+    EditMessageRequest, ForwardMessagesRequest, InputPeer, Message, MessageEntity, ReplyQuote,
+    SendMessageRequest, UserEvent, message_entity, update,
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
@@ -49,8 +50,7 @@ fn replying(sender: i64, peer: i64, random_id: i64, text: &str, reply_to: i64) -
             random_id,
             text: text.into(),
             reply_to_msg_id: reply_to,
-            silent: false,
-            noforwards: false,
+            ..Default::default()
         },
         request_hash: format!("{peer}/{reply_to}/{text}").into_bytes(),
         fwd_from: None,
@@ -71,6 +71,7 @@ fn kind(outcome: &SendOutcome) -> &'static str {
         SendOutcome::Replayed { .. } => "replayed",
         SendOutcome::KeyReused => "key reused",
         SendOutcome::ReplyInvalid => "reply invalid",
+        SendOutcome::QuoteInvalid => "quote invalid",
     }
 }
 
@@ -769,6 +770,7 @@ async fn edit_one(
             peer: Some(InputPeer::user(peer)),
             id,
             text: text.into(),
+            ..Default::default()
         },
         traceparent: None,
     };
@@ -1162,5 +1164,221 @@ async fn search_finds_a_match_older_than_the_newest_boxes_it_tests() -> anyhow::
         ..first
     };
     assert_eq!(found(&db, &second).await?, [1]);
+    Ok(())
+}
+
+fn bold(offset: i32, length: i32) -> MessageEntity {
+    MessageEntity {
+        kind: message_entity::Kind::Bold as i32,
+        offset,
+        length,
+        ..Default::default()
+    }
+}
+
+fn link(offset: i32, length: i32, url: &str) -> MessageEntity {
+    MessageEntity {
+        kind: message_entity::Kind::TextUrl as i32,
+        offset,
+        length,
+        url: url.into(),
+        ..Default::default()
+    }
+}
+
+/// A reply of `sender` to her box `reply_to` quoting `quote` (bold as a whole) at `offset`.
+fn quoting(
+    sender: i64,
+    peer: i64,
+    random_id: i64,
+    reply_to: i64,
+    quote: &str,
+    offset: Option<i32>,
+) -> NewMessage {
+    let mut m = replying(sender, peer, random_id, "a reply", reply_to);
+    m.request.quote_text = quote.into();
+    m.request.quote_entities = vec![bold(0, quote.encode_utf16().count() as i32)];
+    m.request.quote_offset = offset;
+    m.request_hash = format!("{peer}/{reply_to}/{quote}/{offset:?}").into_bytes();
+    m
+}
+
+/// The random_id and message of a new-message event.
+fn echo_of(event: &UserEvent) -> (i64, i64, Option<Message>) {
+    match event.update.as_ref().and_then(|u| u.kind.as_ref()) {
+        Some(update::Kind::NewMessage(n)) => (event.user_id, n.random_id, n.message.clone()),
+        _ => (event.user_id, -1, None),
+    }
+}
+
+#[tokio::test]
+async fn entities_and_quotes_are_on_every_owners_view_and_event() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let entities = vec![bold(0, 5), link(6, 5, "https://example.com/")];
+    let mut formatted = new(ANN, BOB, 1, "hello world, a 😀 smile");
+    formatted.request.entities = entities.clone();
+    let first = send_one(&db, &outbox, formatted).await?;
+    let first = sent(&first)?;
+    assert_eq!(first.message.entities, entities);
+    for e in &first.updates_events {
+        let (_, _, m) = echo_of(e);
+        assert_eq!(
+            m.map(|m| m.entities),
+            Some(entities.clone()),
+            "{}",
+            e.user_id
+        );
+    }
+    let ann = by_ids(&db, ANN, &[1]).await?;
+    let bob = by_ids(&db, BOB, &[1]).await?;
+    for m in ann.iter().chain(&bob) {
+        assert_eq!(m.entities, entities);
+        assert_eq!(m.reply_quote, None);
+    }
+    assert_eq!((ann.len(), bob.len()), (1, 1));
+
+    // Bob quotes it: found anywhere (the offset is where it first occurs, in UTF-16 code
+    // units) or at the offset given.
+    let anywhere = send_one(&db, &outbox, quoting(BOB, ANN, 1, 1, "smile", None)).await?;
+    let at = send_one(&db, &outbox, quoting(BOB, ANN, 2, 1, "world", Some(6))).await?;
+    let quotes: Vec<(i64, Option<ReplyQuote>)> = [sent(&anywhere)?, sent(&at)?]
+        .iter()
+        .map(|s| (s.message.reply_to_msg_id, s.message.reply_quote.clone()))
+        .collect();
+    let quote = |text: &str, offset| ReplyQuote {
+        text: text.into(),
+        entities: vec![bold(0, text.encode_utf16().count() as i32)],
+        offset,
+    };
+    assert_eq!(
+        quotes,
+        [(1, Some(quote("smile", 18))), (1, Some(quote("world", 6)))]
+    );
+    // Ann sees both quotes too, as replies to her own box 1.
+    let ann: Vec<(i64, Option<ReplyQuote>)> = by_ids(&db, ANN, &[2, 3])
+        .await?
+        .into_iter()
+        .map(|m| (m.reply_to_msg_id, m.reply_quote))
+        .collect();
+    assert_eq!(ann, quotes);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_quote_not_in_the_replied_text_takes_no_box_id_and_leaves_its_key_free()
+-> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send_one(&db, &outbox, new(ANN, BOB, 1, "the quick brown fox")).await?; // Ann 1, Bob 1
+
+    // (quote, offset, what the reply becomes); every case uses the same key.
+    let cases = [
+        ("lazy dog", None, "quote invalid"),
+        ("quick", Some(5), "quote invalid"),
+        ("Quick", None, "quote invalid"),
+        ("quick", Some(4), "sent"),
+    ];
+    for (carol_key, (quote, offset, expected)) in (1..).zip(cases) {
+        let outcomes = send::send(
+            &db.pool,
+            &outbox,
+            &[
+                quoting(BOB, ANN, 9, 1, quote, offset),
+                new(CAROL, ANN, carol_key, "beside it"),
+            ],
+        )
+        .await?;
+        assert_eq!(
+            outcomes.iter().map(kind).collect::<Vec<_>>(),
+            [expected, "sent"],
+            "{quote:?} at {offset:?}"
+        );
+    }
+    // No gap in Bob's box ids: only the accepted reply took one.
+    let bob: Vec<i64> = by_ids(&db, BOB, &[1, 2, 3])
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(bob, [1, 2]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_the_senders_event_carries_the_random_id() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let outcomes = send::send(
+        &db.pool,
+        &outbox,
+        &[new(ANN, BOB, 41, "to bob"), new(ANN, ANN, 42, "to me")],
+    )
+    .await?;
+    let echoes: Vec<Vec<(i64, i64)>> = outcomes
+        .iter()
+        .map(|o| {
+            Ok(sent(o)?
+                .updates_events
+                .iter()
+                .map(|e| {
+                    let (owner, random_id, _) = echo_of(e);
+                    (owner, random_id)
+                })
+                .collect())
+        })
+        .collect::<anyhow::Result<_>>()?;
+    assert_eq!(echoes, [vec![(ANN, 41), (BOB, 0)], vec![(ANN, 42)]]);
+    // A replay's event is the sender's again, with her key.
+    let replay = send_one(&db, &outbox, new(ANN, BOB, 41, "to bob")).await?;
+    let SendOutcome::Replayed { event, .. } = replay else {
+        anyhow::bail!("not replayed: {}", kind(&replay));
+    };
+    assert_eq!(echo_of(&event).1, 41);
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_edit_of_the_entities_alone_modifies_the_message() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let mut formatted = new(ANN, BOB, 1, "hello world");
+    formatted.request.entities = vec![bold(0, 5)];
+    sent(&send_one(&db, &outbox, formatted).await?)?;
+
+    let edit_entities = |entities: Vec<MessageEntity>| Edit {
+        owner_id: ANN,
+        peer_id: BOB,
+        auth_key_id: 7,
+        request: EditMessageRequest {
+            peer: Some(InputPeer::user(BOB)),
+            id: 1,
+            text: "hello world".into(),
+            entities,
+        },
+        traceparent: None,
+    };
+    let same = edit::edit(&db.pool, &outbox, &edit_entities(vec![bold(0, 5)])).await?;
+    assert_eq!(edit_kind(&same), "not modified");
+
+    let new_entities = vec![bold(0, 5), link(6, 5, "tg://resolve?domain=world")];
+    let outcome = edit::edit(&db.pool, &outbox, &edit_entities(new_entities.clone())).await?;
+    let EditOutcome::Edited(edited) = outcome else {
+        anyhow::bail!("not edited: {}", edit_kind(&outcome));
+    };
+    assert_eq!(edited.message.entities, new_entities);
+    for e in &edited.updates_events {
+        let Some(update::Kind::EditMessage(m)) = e.update.as_ref().and_then(|u| u.kind.as_ref())
+        else {
+            anyhow::bail!("not an edit");
+        };
+        assert_eq!(m.message.as_ref().map(|m| &m.entities), Some(&new_entities));
+    }
+    for (owner, id) in [(ANN, 1), (BOB, 1)] {
+        let m = by_ids(&db, owner, &[id]).await?;
+        assert_eq!(m.len(), 1);
+        assert!(m.iter().all(|m| m.entities == new_entities));
+    }
+    // Without entities: modified again, stored as none.
+    let outcome = edit::edit(&db.pool, &outbox, &edit_entities(vec![])).await?;
+    assert_eq!(edit_kind(&outcome), "edited");
+    let m = by_ids(&db, BOB, &[1]).await?;
+    assert!(m.iter().all(|m| m.entities.is_empty()) && m.len() == 1);
     Ok(())
 }

@@ -39,6 +39,7 @@ fn message_event(event_id: Uuid, user: i64, peer: i64, box_id: i64, out: bool) -
                 text: format!("message {box_id}"),
                 ..Default::default()
             }),
+            random_id: 0,
         }),
     )
 }

@@ -8,10 +8,13 @@ use std::collections::{BTreeSet, HashMap};
 use anyhow::Context;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use oxigram_proto::api::v1::{
-    CompleteUploadRequest, CreateAuthKeyRequest, ResolvePhoneRequest, SaveFilePartRequest,
-    SearchRequest, SendCodeRequest, SignInRequest, SignUpRequest, auth_client::AuthClient,
-    media_client::MediaClient,
+use oxigram_proto::{
+    api::v1::{
+        CompleteUploadRequest, CreateAuthKeyRequest, EditMessageRequest, ResolvePhoneRequest,
+        SaveFilePartRequest, SearchRequest, SendCodeRequest, SendMessageRequest, SignInRequest,
+        SignUpRequest, auth_client::AuthClient, media_client::MediaClient,
+    },
+    types::v1::{MessageEntity, message_entity},
 };
 use oxigram_tests::{LOGIN_CODE, Mode, System, client::code};
 use prost::Message;
@@ -368,6 +371,70 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
     let hello = alice.send(bob_id, 2, "hello Bob").await?;
     let hello_id = hello.message.context("no message")?.id;
     expect_nul_refused("edited text", alice.edit(bob_id, hello_id, "hi\0Bob").await);
+    let formatted = |change: fn(&mut SendMessageRequest)| {
+        let mut request = SendMessageRequest {
+            peer: Some(oxigram_proto::types::v1::InputPeer::user(bob_id)),
+            random_id: 3,
+            text: "hello Bob".into(),
+            reply_to_msg_id: hello_id,
+            ..Default::default()
+        };
+        change(&mut request);
+        request
+    };
+    let link = MessageEntity {
+        kind: message_entity::Kind::TextUrl as i32,
+        offset: 0,
+        length: 5,
+        url: "https://example.com/\0".into(),
+        ..Default::default()
+    };
+    let code_block = MessageEntity {
+        kind: message_entity::Kind::Pre as i32,
+        offset: 0,
+        length: 5,
+        language: "rust\0".into(),
+        ..Default::default()
+    };
+    for (field, request) in [
+        ("quote_text", formatted(|r| r.quote_text = "hello\0".into())),
+        (
+            "entity url",
+            SendMessageRequest {
+                entities: vec![link.clone()],
+                ..formatted(|_| {})
+            },
+        ),
+        (
+            "entity language",
+            SendMessageRequest {
+                entities: vec![code_block.clone()],
+                ..formatted(|_| {})
+            },
+        ),
+        (
+            "quote entity url",
+            SendMessageRequest {
+                quote_text: "hello".into(),
+                quote_entities: vec![link.clone()],
+                ..formatted(|_| {})
+            },
+        ),
+    ] {
+        expect_nul_refused(field, alice.messages().send_message(request).await);
+    }
+    expect_nul_refused(
+        "edited entity url",
+        alice
+            .messages()
+            .edit_message(EditMessageRequest {
+                peer: Some(oxigram_proto::types::v1::InputPeer::user(bob_id)),
+                id: hello_id,
+                text: "hello Bob!".into(),
+                entities: vec![link],
+            })
+            .await,
+    );
     let history = alice.history(bob_id).await?;
     assert_eq!(
         history

@@ -11,6 +11,7 @@ mod full_stack;
 mod group_commit;
 mod media;
 mod message_edit;
+mod message_format;
 mod message_forward;
 mod outbox_recovery;
 mod peers;

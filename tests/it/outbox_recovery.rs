@@ -108,6 +108,7 @@ async fn a_row_from_before_framing_is_delivered() -> anyhow::Result<()> {
                     text: "written before framing".into(),
                     ..Default::default()
                 }),
+                random_id: 0,
             })),
         }),
         origin_auth_key_id: 0,

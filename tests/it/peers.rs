@@ -49,6 +49,7 @@ async fn call_each(
                     peer,
                     id,
                     text: format!("edited {random_id}"),
+                    ..Default::default()
                 })
                 .await,
         ),
@@ -203,6 +204,7 @@ async fn self_is_saved_messages_the_same_dialog_as_the_callers_own_id() -> anyho
             peer: Some(InputPeer::me()),
             id: saved.id,
             text: "a note to self, edited".into(),
+            ..Default::default()
         })
         .await?
         .into_inner();

@@ -219,6 +219,7 @@ async fn saved_messages_and_reply_ids_in_each_owners_view() -> anyhow::Result<()
             reply_to_msg_id: 2,
             silent: true,
             noforwards: true,
+            ..Default::default()
         })
         .await?
         .into_inner()

@@ -128,6 +128,7 @@ async fn an_edit_is_found_by_its_new_text_at_once() -> anyhow::Result<()> {
             peer: Some(InputPeer::user(bob_id)),
             id,
             text: "Dinner at eight?".into(),
+            ..Default::default()
         })
         .await?;
     let q = |peer: Option<i64>, q: &str| SearchRequest {

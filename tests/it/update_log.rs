@@ -269,6 +269,7 @@ async fn a_read_is_brought_up_to_its_place_in_the_log() -> anyhow::Result<()> {
                     from_user_id: peer,
                     ..Default::default()
                 }),
+                random_id: 0,
             })),
         }),
         ..Default::default()
@@ -362,6 +363,7 @@ async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
                     date: 1_700_000_000 + i64::from(pts),
                     ..Default::default()
                 }),
+                random_id: 0,
             })),
         }),
         ..Default::default()

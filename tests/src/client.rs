@@ -91,6 +91,7 @@ impl TestClient {
                 peer: Some(InputPeer::user(peer)),
                 id,
                 text: text.into(),
+                ..Default::default()
             })
             .await?)
     }

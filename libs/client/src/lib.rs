@@ -36,6 +36,10 @@
 //!   state, and reopen the stream from that state. After `too_long` it is stale
 //!   ([`Mirror::is_stale`]): [`Mirror::reload`] rebuilds it from `GetDialogs` and
 //!   `GetHistory`. [`Mirror::dialogs`] and [`Mirror::history`] answer as those calls do.
+//! - **Pending sends.** The sender's own new-message update carries the send's `random_id`
+//!   ([`echo`]), on every device of hers and whatever way it arrives, and so does the send's
+//!   answer: [`PendingSends`] matches a device's waiting sends by it, so a send whose answer
+//!   was lost becomes its message once, from the stream or getDifference.
 //!
 //! # Example
 //!
@@ -89,6 +93,7 @@ mod client;
 mod deadline;
 mod error;
 mod mirror;
+mod pending;
 mod sequencer;
 mod stream;
 
@@ -97,6 +102,7 @@ pub use client::{Client, DIFFERENCE_LIMIT, LoginCode, Signed, connect};
 pub use deadline::Deadline;
 pub use error::Error;
 pub use mirror::{LocalDialog, Mirror, MirrorStats};
+pub use pending::{PendingSends, echo};
 pub use sequencer::{
     CatchUp, Sequencer, Slice, Source, State, Verdict, edited_update, sent_update,
 };

@@ -25,7 +25,7 @@ use crate::{Client, Error, Event};
 const RELOAD_PAGE: i32 = 100;
 
 /// One dialog as the device knows it; the ids are the owner's box ids.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LocalDialog {
     /// The user of the dialog's peer (the owner herself for Saved Messages): private chats
     /// are the only dialogs, so the copy keys them by it.
@@ -382,12 +382,14 @@ mod tests {
     fn incoming(id: i64, peer: i64) -> PtsUpdate {
         wrap(update::Kind::NewMessage(UpdateNewMessage {
             message: Some(message(id, peer, false, "hi")),
+            random_id: 0,
         }))
     }
 
     fn outgoing(id: i64, peer: i64) -> PtsUpdate {
         wrap(update::Kind::NewMessage(UpdateNewMessage {
             message: Some(message(id, peer, true, "hello")),
+            random_id: id,
         }))
     }
 

@@ -70,8 +70,9 @@ pub enum Source {
     Difference,
 }
 
-/// This device's own update, from the answer to its send; `None` when the answer carries no
-/// pts yet (the update then arrives by push or difference).
+/// This device's own update, from the answer to its send, with the send's random_id like the
+/// update the log holds; `None` when the answer carries no pts yet (the update then arrives by
+/// push or difference).
 pub fn sent_update(response: SendMessageResponse) -> Option<PtsUpdate> {
     (response.pts > 0).then(|| PtsUpdate {
         pts: response.pts,
@@ -80,6 +81,7 @@ pub fn sent_update(response: SendMessageResponse) -> Option<PtsUpdate> {
         update: Some(Update {
             kind: Some(update::Kind::NewMessage(UpdateNewMessage {
                 message: response.message,
+                random_id: response.random_id,
             })),
         }),
     })
@@ -569,6 +571,7 @@ mod tests {
                         text: text.into(),
                         ..Default::default()
                     }),
+                    random_id: 0,
                 })),
             }),
             ..update(pts, 1)
@@ -615,6 +618,7 @@ mod tests {
             }),
             pts,
             pts_count,
+            random_id: 5,
         };
         let u = sent_update(answer(9, 1));
         assert_eq!(
@@ -622,6 +626,13 @@ mod tests {
             Some((9, 1, 77))
         );
         assert_eq!(u.as_ref().and_then(text_of), Some("hi"));
+        // Like the update the log holds: the send's random_id with it.
+        assert_eq!(
+            u.as_ref()
+                .and_then(crate::echo)
+                .map(|(random_id, m)| (random_id, m.id)),
+            Some((5, 3))
+        );
         // pts 0: the log has no place for it yet; it comes by push or difference.
         assert!(sent_update(answer(0, 0)).is_none());
     }

@@ -26,6 +26,26 @@ pub enum ErrorCode {
     MessageNotModified,
     /// The peer blocked the editor: her box of the message is left as it is.
     EditMessagesForbidden,
+    /// More than 100 entities on one text.
+    EntitiesTooLong,
+    /// An entity's offset or length (UTF-16 code units) leaves its text, cuts a character in
+    /// two, or its length is not positive.
+    EntityBoundsInvalid,
+    /// An entity of no known kind, or with a field its kind does not have.
+    EntityKindInvalid,
+    /// Two entities overlap partly, or one holds another its kind may not hold.
+    EntityNestingInvalid,
+    /// A text URL entity's url is not an http, https or tg URL.
+    EntityUrlInvalid,
+    /// A mention-by-id entity names no user id.
+    EntityMentionUserInvalid,
+    /// A pre entity's language is not a short name of letters, digits and `+#._-`.
+    EntityLanguageInvalid,
+    /// A reply quote that does not occur in the replied message's text (at quote_offset when
+    /// given), or a quote without a reply.
+    QuoteTextInvalid,
+    /// A reply quote longer than 1024 characters.
+    QuoteTextTooLong,
     RandomIdInvalid,
     /// A forward names no message ids.
     MessageIdsEmpty,
@@ -90,6 +110,15 @@ impl ErrorCode {
             Self::MessageAuthorRequired => "MESSAGE_AUTHOR_REQUIRED",
             Self::MessageNotModified => "MESSAGE_NOT_MODIFIED",
             Self::EditMessagesForbidden => "EDIT_MESSAGES_FORBIDDEN",
+            Self::EntitiesTooLong => "ENTITIES_TOO_LONG",
+            Self::EntityBoundsInvalid => "ENTITY_BOUNDS_INVALID",
+            Self::EntityKindInvalid => "ENTITY_KIND_INVALID",
+            Self::EntityNestingInvalid => "ENTITY_NESTING_INVALID",
+            Self::EntityUrlInvalid => "ENTITY_URL_INVALID",
+            Self::EntityMentionUserInvalid => "ENTITY_MENTION_USER_INVALID",
+            Self::EntityLanguageInvalid => "ENTITY_LANGUAGE_INVALID",
+            Self::QuoteTextInvalid => "QUOTE_TEXT_INVALID",
+            Self::QuoteTextTooLong => "QUOTE_TEXT_TOO_LONG",
             Self::RandomIdInvalid => "RANDOM_ID_INVALID",
             Self::MessageIdsEmpty => "MESSAGE_IDS_EMPTY",
             Self::ChatForwardsRestricted => "CHAT_FORWARDS_RESTRICTED",

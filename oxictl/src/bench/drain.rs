@@ -98,6 +98,7 @@ async fn drain_phase(
                                 text: "drain".into(),
                                 ..Default::default()
                             }),
+                            random_id: 0,
                         })),
                     }),
                 }),

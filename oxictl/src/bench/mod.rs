@@ -275,6 +275,7 @@ mod tests {
                         text: bench_text("r", seq, 0),
                         ..Default::default()
                     }),
+                    random_id: 0,
                 })),
             }),
         }
