@@ -6,7 +6,8 @@ use std::sync::Arc;
 use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
-        AffectedMessages, BlockRequest, BlockResponse, Blocked, EditMessageRequest,
+        AffectedHistory, AffectedMessages, BlockRequest, BlockResponse, Blocked,
+        DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
         EditMessageResponse, FoundMessages, GetBlockedRequest, GetHistoryRequest,
         GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate,
         ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse, SearchRequest,
@@ -58,6 +59,17 @@ impl Gateway {
         Ok(list.map_err(forward)?.into_inner().messages)
     }
 
+    /// The caller's current pts: the answer of a call that moved nothing.
+    async fn current_pts(&self, user_id: i64) -> Result<i32, Status> {
+        let state = self
+            .updates
+            .clone()
+            .get_state(updates_svc::GetStateRequest { user_id })
+            .await
+            .map_err(forward)?;
+        Ok(state.into_inner().pts)
+    }
+
     /// `PEER_ID_INVALID` unless `peer` is an existing user.
     pub async fn check_peer(&self, peer: i64) -> Result<(), Status> {
         if peer > 0 && self.caches.user_exists(peer) {
@@ -101,6 +113,45 @@ impl Messages for MessagesApi {
         let request = messages_svc::EditMessageRequest::acting(me, request);
         let edited = self.0.messages.clone().edit_message(request).await;
         edited.map_err(forward)
+    }
+
+    async fn delete_messages(
+        &self,
+        request: Request<DeleteMessagesRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        let request = messages_svc::DeleteMessagesRequest::acting(me, request);
+        let deleted = self.0.messages.clone().delete_messages(request).await;
+        let deleted = deleted.map_err(forward)?.into_inner();
+        if deleted.pts_count > 0 {
+            return Ok(Response::new(deleted));
+        }
+        // Nothing was deleted (or the log has not answered yet): the current state.
+        Ok(Response::new(AffectedMessages {
+            pts: self.0.current_pts(me.user_id).await?,
+            pts_count: 0,
+        }))
+    }
+
+    async fn delete_history(
+        &self,
+        request: Request<DeleteHistoryRequest>,
+    ) -> Result<Response<AffectedHistory>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        let peer = oxigram_proto::resolve_peer(request.peer.as_ref(), me.user_id)
+            .ok_or_else(|| Error::new(ErrorCode::PeerIdInvalid, "peer names no user"))?;
+        self.0.check_peer(peer).await?;
+        let request = messages_svc::DeleteHistoryRequest::acting(me, request);
+        let deleted = self.0.messages.clone().delete_history(request).await;
+        let deleted = deleted.map_err(forward)?.into_inner();
+        if deleted.pts_count > 0 {
+            return Ok(Response::new(deleted));
+        }
+        Ok(Response::new(AffectedHistory {
+            pts: self.0.current_pts(me.user_id).await?,
+            pts_count: 0,
+            offset: deleted.offset,
+        }))
     }
 
     async fn get_history(
@@ -149,18 +200,8 @@ impl Messages for MessagesApi {
             return Ok(Response::new(read));
         }
         // A repeat: nothing moved, no new pts; the current state.
-        let state = self
-            .0
-            .updates
-            .clone()
-            .get_state(updates_svc::GetStateRequest {
-                user_id: me.user_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
         Ok(Response::new(AffectedMessages {
-            pts: state.pts,
+            pts: self.0.current_pts(me.user_id).await?,
             pts_count: 0,
         }))
     }

@@ -5,8 +5,10 @@
 //! together share that transaction (group commit). Commit is PERSISTED. Right after commit the
 //! events go to svc-updates directly (the fast path, so the response can carry the sender's
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
-//! An edit is its own transaction (`edit`) and hands its events on the same way.
+//! An edit is its own transaction (`edit`), and so is a delete (`delete`); both hand their
+//! events on the same way.
 
+pub mod delete;
 pub mod edit;
 mod group_commit;
 mod outbound;

@@ -26,6 +26,10 @@ pub enum ErrorCode {
     MessageNotModified,
     /// The peer blocked the editor: her box of the message is left as it is.
     EditMessagesForbidden,
+    /// A revoking delete would reach the box of a user who blocked the caller.
+    DeleteMessagesForbidden,
+    /// More message ids than one call may name (1000 for a delete).
+    MessageIdsTooMany,
     RandomIdInvalid,
     /// The same random_id was used before with a different message.
     RandomIdDuplicate,
@@ -86,6 +90,8 @@ impl ErrorCode {
             Self::MessageAuthorRequired => "MESSAGE_AUTHOR_REQUIRED",
             Self::MessageNotModified => "MESSAGE_NOT_MODIFIED",
             Self::EditMessagesForbidden => "EDIT_MESSAGES_FORBIDDEN",
+            Self::DeleteMessagesForbidden => "DELETE_MESSAGES_FORBIDDEN",
+            Self::MessageIdsTooMany => "MESSAGE_IDS_TOO_MANY",
             Self::RandomIdInvalid => "RANDOM_ID_INVALID",
             Self::RandomIdDuplicate => "RANDOM_ID_DUPLICATE",
             Self::LimitInvalid => "LIMIT_INVALID",
@@ -123,7 +129,9 @@ impl ErrorCode {
         match self {
             Self::AuthKeyUnregistered | Self::AuthKeyInvalid => Code::Unauthenticated,
             Self::FloodWait(_) => Code::ResourceExhausted,
-            Self::MessageAuthorRequired | Self::EditMessagesForbidden => Code::PermissionDenied,
+            Self::MessageAuthorRequired
+            | Self::EditMessagesForbidden
+            | Self::DeleteMessagesForbidden => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition

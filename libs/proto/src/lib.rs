@@ -30,7 +30,8 @@ package!(
     /// The client API's messages that are declared in `types`: the internal APIs take or
     /// give them as they are.
     pub use crate::types::v1::{
-        AffectedMessages, BlockRequest, BlockResponse, CompleteUploadRequest, Dialog, Difference,
+        AffectedHistory, AffectedMessages, BlockRequest, BlockResponse, CompleteUploadRequest,
+        DeleteHistoryRequest, DeleteMessagesRequest, Dialog, Difference,
         EditMessageRequest, EditMessageResponse, File, FileChunk, GetBlockedRequest,
         GetDialogsRequest, GetDifferenceRequest, GetFileRequest, GetHistoryRequest,
         GetMessagesRequest, GetOutboxReadDateRequest, OutboxReadDate, ReadHistoryRequest,
