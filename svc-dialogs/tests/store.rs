@@ -5,8 +5,9 @@
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    DialogDeletion, Message, Update, UpdateDeleteMessages, UpdateEditMessage, UpdateDeliveredOutbox, UpdateNewMessage, UpdateReadHistoryInbox,
-    UpdateReadHistoryOutbox, UserEvent, update,
+    DialogDeletion, Message, Update, UpdateDeleteMessages, UpdateDeliveredOutbox,
+    UpdateEditMessage, UpdateNewMessage, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+    UserEvent, update,
 };
 use oxigram_testkit::store::{self, Migrated};
 use prost::Message as _;
@@ -145,6 +146,9 @@ fn deleted(
         )
     }
 }
+
+/// (peer, top message id, top message date, unread count) of a dialog on a page.
+type Top = (i64, i64, i64, i32);
 
 /// (peer, top message id, top message date, unread count) of each dialog on a page.
 async fn tops(db: &Db, owner: i64) -> anyhow::Result<Vec<(i64, i64, i64, i32)>> {
@@ -499,7 +503,7 @@ async fn a_delete_recomputes_top_and_unread_and_an_emptied_dialog_leaves_until_a
     .await?;
     assert_eq!(tops(&db, 1).await?, [(3, 5, 500, 1), (2, 4, 400, 3)]);
     // (events, dialogs after them)
-    let steps: Vec<(Vec<UserEvent>, Vec<(i64, i64, i64, i32)>)> = vec![
+    let steps: Vec<(Vec<UserEvent>, Vec<Top>)> = vec![
         // The top, an unread incoming message: the one before it is the top, 2 unread.
         (
             vec![deleted(1, 6, 2, &[4], &[4], 3, 5, true)],
@@ -568,7 +572,11 @@ async fn deletes_and_messages_give_the_same_dialog_in_either_log_order() -> anyh
         ]
     };
     // (what races, at pts 3 and 4 in one order and the other; the dialog after both)
-    type Race = (fn(i32) -> UserEvent, fn(i32) -> UserEvent, (i64, i64, i64, i32));
+    type Race = (
+        fn(i32) -> UserEvent,
+        fn(i32) -> UserEvent,
+        (i64, i64, i64, i32),
+    );
     let races: [Race; 5] = [
         // Message 2 deleted (boundary 2, top 1); message 3 sent after the delete.
         (
@@ -626,7 +634,7 @@ async fn deletes_and_messages_give_the_same_dialog_in_either_log_order() -> anyh
             assert_eq!(applied.held, 0, "race {n}, swapped {swapped}");
             projection::apply(pool, &db.outbox, vec![b1]).await?;
             let got = tops(&db, 1).await?;
-            let want: Vec<(i64, i64, i64, i32)> = if expected.0 == 0 {
+            let want: Vec<Top> = if expected.0 == 0 {
                 vec![]
             } else {
                 vec![expected]

@@ -7,11 +7,11 @@ use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
         AffectedHistory, AffectedMessages, BlockRequest, BlockResponse, Blocked,
-        DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
-        EditMessageResponse, FoundMessages, GetBlockedRequest, GetHistoryRequest,
-        GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate,
-        ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse, SearchRequest,
-        SendMessageRequest, SendMessageResponse, messages_server::Messages,
+        DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, EditMessageResponse,
+        FoundMessages, GetBlockedRequest, GetHistoryRequest, GetMessagesRequest,
+        GetOutboxReadDateRequest, MessagesSlice, OutboxReadDate, ReadHistoryRequest,
+        ReceivedMessagesRequest, ReceivedMessagesResponse, SearchRequest, SendMessageRequest,
+        SendMessageResponse, messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,

@@ -4,9 +4,9 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
-        messages_server::Messages,
+        BlockRequest, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
+        GetBlockedRequest, GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList,
+        SearchRequest, SearchResponse, SendMessageRequest, messages_server::Messages,
     },
     types::v1::{
         self as types, AffectedHistory, AffectedMessages, BlockResponse, EditMessageResponse,
@@ -747,6 +747,65 @@ mod tests {
             .as_ref()
             .map(|q| (q.text.as_str(), q.limit, q.max_date, q.below_id));
         assert_eq!(q, Some(("hello", 20, i64::MAX, i64::MAX)));
+    }
+
+    #[test]
+    fn delete_requests_are_checked() {
+        let ids = |owner: i64, ids: Vec<i64>| {
+            delete_ids(owner, &types::DeleteMessagesRequest { ids, revoke: false })
+        };
+        // (request, the ids kept or the code)
+        let table = [
+            (ids(1, vec![3, 0, -2, 5]), Ok::<_, &str>(vec![3, 5])),
+            (ids(1, vec![]), Ok(vec![])),
+            (ids(1, (1..=1000).collect()), Ok((1..=1000).collect())),
+            (ids(1, (1..=1001).collect()), Err("MESSAGE_IDS_TOO_MANY")),
+            (ids(0, vec![1]), Err("USER_ID_INVALID")),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            let got = got.map_err(|s| oxigram_errors::code_of(&s).unwrap_or_default());
+            assert_eq!(got, want.map_err(str::to_owned), "row {i}");
+        }
+
+        let history = |owner: i64, peer: Option<types::InputPeer>, max_id: i64| {
+            history_targets(
+                owner,
+                &types::DeleteHistoryRequest {
+                    peer,
+                    max_id,
+                    just_clear: true,
+                    revoke: false,
+                },
+            )
+            .map(|t| match t {
+                Targets::History { peer, max_id, .. } => (peer, max_id),
+                Targets::Ids(_) => (0, 0),
+            })
+            .map_err(|s| oxigram_errors::code_of(&s).unwrap_or_default())
+        };
+        let table = [
+            (
+                history(1, Some(types::InputPeer::user(2)), 0),
+                Ok::<_, &str>((2, i64::MAX)),
+            ),
+            (history(1, Some(types::InputPeer::me()), 9), Ok((1, 9))),
+            (history(1, None, 0), Err("PEER_ID_INVALID")),
+            (
+                history(1, Some(types::InputPeer::user(0)), 0),
+                Err("PEER_ID_INVALID"),
+            ),
+            (
+                history(1, Some(types::InputPeer::user(2)), -1),
+                Err("MESSAGE_ID_INVALID"),
+            ),
+            (
+                history(0, Some(types::InputPeer::user(2)), 0),
+                Err("USER_ID_INVALID"),
+            ),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            assert_eq!(got, want.map_err(str::to_owned), "row {i}");
+        }
     }
 
     #[test]

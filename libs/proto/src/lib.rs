@@ -31,12 +31,12 @@ package!(
     /// give them as they are.
     pub use crate::types::v1::{
         AffectedHistory, AffectedMessages, BlockRequest, BlockResponse, CompleteUploadRequest,
-        DeleteHistoryRequest, DeleteMessagesRequest, Dialog, Difference,
-        EditMessageRequest, EditMessageResponse, File, FileChunk, GetBlockedRequest,
-        GetDialogsRequest, GetDifferenceRequest, GetFileRequest, GetHistoryRequest,
-        GetMessagesRequest, GetOutboxReadDateRequest, OutboxReadDate, ReadHistoryRequest,
-        ReceivedMessagesRequest, ReceivedMessagesResponse, SaveFilePartRequest,
-        SaveFilePartResponse, SearchRequest, SendMessageRequest, SendMessageResponse,
+        DeleteHistoryRequest, DeleteMessagesRequest, Dialog, Difference, EditMessageRequest,
+        EditMessageResponse, File, FileChunk, GetBlockedRequest, GetDialogsRequest,
+        GetDifferenceRequest, GetFileRequest, GetHistoryRequest, GetMessagesRequest,
+        GetOutboxReadDateRequest, OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest,
+        ReceivedMessagesResponse, SaveFilePartRequest, SaveFilePartResponse, SearchRequest,
+        SendMessageRequest, SendMessageResponse,
     };
 );
 
