@@ -84,6 +84,6 @@ pub use client::{Client, DIFFERENCE_LIMIT, LoginCode, Signed, connect};
 pub use deadline::Deadline;
 pub use error::Error;
 pub use sequencer::{
-    CatchUp, Sequencer, Slice, Source, State, Verdict, edited_update, sent_update,
+    CatchUp, Sequencer, Slice, Source, State, Verdict, deleted_update, edited_update, sent_update,
 };
 pub use stream::{Applied, During, Event, SentUpdates, StreamOptions, StreamStats, UpdateStream};
