@@ -9,6 +9,7 @@ mod flow;
 mod full_stack;
 mod group_commit;
 mod media;
+mod message_delete;
 mod message_edit;
 mod outbox_recovery;
 mod private_chat;

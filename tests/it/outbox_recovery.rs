@@ -113,6 +113,7 @@ async fn a_row_from_before_framing_is_delivered() -> anyhow::Result<()> {
         origin_auth_key_id: 0,
         peer_box_id: 1,
         pts: 0,
+        deletions: Vec::new(),
     };
     let mut db = system.db().await?;
     sqlx::query(
