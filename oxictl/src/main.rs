@@ -17,12 +17,13 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use device::{Device, DeviceClient};
 use oxigram_client::{
-    Client, Event, Sequencer, StreamOptions, UpdateStream, edited_update, sent_update,
+    Client, Event, Sequencer, StreamOptions, UpdateStream, deleted_update, edited_update,
+    sent_update,
 };
 use oxigram_proto::{
     api::v1::{
-        EditMessageRequest, ForwardMessagesRequest, GetDialogsRequest, GetHistoryRequest,
-        SearchRequest, SendMessageRequest,
+        DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, ForwardMessagesRequest,
+        GetDialogsRequest, GetHistoryRequest, SearchRequest, SendMessageRequest,
     },
     types::v1::{InputPeer, Message, MessageEntity, PtsUpdate, update},
 };
@@ -119,6 +120,27 @@ enum Command {
         /// Send them as your own, without the forward header.
         #[arg(long)]
         drop_author: bool,
+    },
+    /// Deletes your messages, named by their ids (your own, comma-separated); with --revoke
+    /// for the other side too.
+    Delete {
+        #[arg(long, value_delimiter = ',', required = true)]
+        ids: Vec<i64>,
+        #[arg(long)]
+        revoke: bool,
+    },
+    /// Clears the dialog with a user, in batches until nothing is left: the dialog leaves
+    /// the list unless --just-clear; --revoke clears the other side too.
+    Clear {
+        #[arg(long)]
+        with: String,
+        #[arg(long)]
+        just_clear: bool,
+        #[arg(long)]
+        revoke: bool,
+        /// Only messages up to this id (0 = all).
+        #[arg(long, default_value_t = 0)]
+        max_id: i64,
     },
     /// Streams updates from the device's pts; applies only contiguous ones, filling gaps with getDifference.
     Watch {
@@ -222,6 +244,10 @@ fn show_update(u: &PtsUpdate) -> String {
             Some(m) => format!("edited message {}", show(m)),
             None => "edited message (deleted)".into(),
         },
+        Some(update::Kind::DeleteMessages(d)) => {
+            let ids: Vec<String> = d.ids.iter().map(|id| format!("#{id}")).collect();
+            format!("deleted messages {}", ids.join(", "))
+        }
         None => "unknown update".into(),
     };
     format!("[pts {}] {what}", u.pts)
@@ -305,6 +331,13 @@ async fn main() -> anyhow::Result<()> {
             to,
             drop_author,
         } => forward(&path, &from, ids, &to, drop_author).await?,
+        Command::Delete { ids, revoke } => delete(&path, ids, revoke).await?,
+        Command::Clear {
+            with,
+            just_clear,
+            revoke,
+            max_id,
+        } => clear(&path, &with, just_clear, revoke, max_id).await?,
         Command::Watch { count, timeout } => watch(&path, count, timeout).await?,
         Command::Difference => difference(&path).await?,
         Command::History {
@@ -461,6 +494,56 @@ async fn forward(
         println!("forwarded {} (pts {})", show(m), sent.pts);
         c.apply_own(path, sent_update(sent))?;
     }
+    Ok(())
+}
+
+/// Deletes messages; applies the device's own update when it continues the device's state
+/// and names every id (otherwise the next difference brings it).
+async fn delete(path: &std::path::Path, ids: Vec<i64>, revoke: bool) -> anyhow::Result<()> {
+    let mut c = DeviceClient::open(path).await?;
+    let deleted = c
+        .client
+        .delete_messages(DeleteMessagesRequest {
+            ids: ids.clone(),
+            revoke,
+        })
+        .await?;
+    println!(
+        "deleted {} message(s) (pts {})",
+        deleted.pts_count, deleted.pts
+    );
+    c.apply_own(path, deleted_update(&ids, deleted))
+}
+
+/// Clears a dialog batch after batch while the answer says more is left. The device's own
+/// updates come by its next difference.
+async fn clear(
+    path: &std::path::Path,
+    with: &str,
+    just_clear: bool,
+    revoke: bool,
+    max_id: i64,
+) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let peer = resolve(&c.client, with).await?;
+    let mut total = 0i64;
+    loop {
+        let batch = c
+            .client
+            .delete_history(DeleteHistoryRequest {
+                peer: Some(InputPeer::user(peer)),
+                max_id,
+                just_clear,
+                revoke,
+            })
+            .await?;
+        total += i64::from(batch.pts_count);
+        println!("deleted {} message(s) (pts {})", batch.pts_count, batch.pts);
+        if batch.offset <= 0 {
+            break;
+        }
+    }
+    println!("cleared {total} message(s) of the dialog with {peer}");
     Ok(())
 }
 

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::types::v1::{
-    Peer, Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent, update,
+    DialogDeletion, Peer, Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent,
+    update,
 };
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -50,10 +51,22 @@ struct ReadInbox {
     read: UpdateReadHistoryInbox,
 }
 
-/// One step of a batch: the messages logged before a read of each owner, then those reads.
+/// A delete in one dialog from its owner's log.
+struct Deletion {
+    owner: i64,
+    date: i64,
+    dialog: DialogDeletion,
+}
+
+/// One step of a batch: the messages and deletes logged before a read of each owner, then
+/// those reads. Within a step, messages and deletes give the same dialogs in either order (a
+/// delete applied first records its incoming ids deleted, and its boundary keeps a message it
+/// saw from moving the top), so each kind is applied together; a read sets the unread count
+/// its place in the log gave it, so it comes after them.
 #[derive(Default)]
 struct Phase {
     messages: Vec<Arrived>,
+    deletions: Vec<Deletion>,
     reads: Vec<ReadInbox>,
 }
 
@@ -109,6 +122,17 @@ pub async fn apply(
                         });
                     }
                 }
+                Some(update::Kind::DeleteMessages(_)) => {
+                    phases[phase]
+                        .deletions
+                        .extend(e.deletions.into_iter().map(|dialog| Deletion {
+                            owner,
+                            date: e.date,
+                            dialog,
+                        }));
+                }
+                // An edit changes no dialog: the top message is shown in its current state.
+                Some(update::Kind::EditMessage(_)) => {}
                 Some(update::Kind::ReadHistoryInbox(read)) => {
                     phases[phase].reads.push(ReadInbox {
                         event_id: Uuid::parse_str(&e.event_id)
@@ -131,6 +155,9 @@ pub async fn apply(
     let mut derived = Vec::new();
     for phase in phases {
         apply_messages(&mut tx, &phase.messages).await?;
+        for deletion in phase.deletions {
+            apply_deletion(&mut tx, deletion).await?;
+        }
         for read in phase.reads {
             derived.extend(apply_read(&mut tx, read).await?);
         }
@@ -232,6 +259,25 @@ async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<()
         .bind(incoming.iter().map(|m| m.peer).collect::<Vec<_>>())
         .bind(incoming.iter().map(|m| m.id).collect::<Vec<_>>())
         .bind(incoming.iter().map(|m| m.peer_box_id).collect::<Vec<_>>())
+        .execute(tx)
+        .await?;
+    Ok(())
+}
+
+/// A delete from the owner's log, in one dialog: its deleted incoming messages stop counting
+/// as unread, and the top becomes the newest message left, as the delete saw it, unless the
+/// dialog knows a newer one (sql/apply_deletion.sql).
+async fn apply_deletion(tx: &mut PgConnection, d: Deletion) -> Result<(), sqlx::Error> {
+    // Primary keys of dialog_incoming and dialogs.
+    sqlx::query(include_str!("../sql/apply_deletion.sql"))
+        .bind(d.owner)
+        .bind(d.dialog.peer_user_id)
+        .bind(&d.dialog.incoming_ids)
+        .bind(d.dialog.top_id)
+        .bind(d.dialog.top_date)
+        .bind(d.dialog.boundary)
+        .bind(d.dialog.remove_empty)
+        .bind(d.date)
         .execute(tx)
         .await?;
     Ok(())

@@ -25,6 +25,8 @@ use crate::{
 /// Longest a read waits for its own update to be applied here, and the sender's side of it to
 /// be handed on, before answering; far beyond the few milliseconds a hand-off takes.
 const APPLY_WAIT_CAP: Duration = Duration::from_secs(2);
+/// Most times a read is counted when deletes keep landing between the count and the log.
+const MAX_COUNTS: u32 = 3;
 /// First and longest pause between two looks at the reader's position.
 const FIRST_POLL: Duration = Duration::from_millis(2);
 const MAX_POLL: Duration = Duration::from_millis(20);
@@ -47,29 +49,50 @@ pub async fn read_history(
     max_id: i64,
     auth_key_id: i64,
 ) -> Result<Read, Status> {
-    let v = store::read_view(pool, owner, peer, max_id)
-        .await
-        .map_err(Error::from)?;
-    let answer = to_updates
-        .append_read(AppendReadRequest {
-            event_id: Uuid::new_v4().to_string(),
-            user_id: owner,
-            peer_user_id: peer,
-            basis_pts: v.position,
-            read_max_id: v.read_inbox_max_id,
-            max_id: v.target,
-            still_unread_count: v.still_unread as i32,
-            requested_max_id: max_id,
-            date: chrono::Utc::now().timestamp(),
-            origin_auth_key_id: auth_key_id,
+    let deadline = Instant::now() + APPLY_WAIT_CAP;
+    let event_id = Uuid::new_v4().to_string();
+    let mut counts = 0;
+    let answer = loop {
+        let v = store::read_view(pool, owner, peer, max_id)
+            .await
+            .map_err(Error::from)?;
+        let answer = to_updates
+            .append_read(AppendReadRequest {
+                event_id: event_id.clone(),
+                user_id: owner,
+                peer_user_id: peer,
+                basis_pts: v.position,
+                read_max_id: v.read_inbox_max_id,
+                max_id: v.target,
+                still_unread_count: v.still_unread as i32,
+                requested_max_id: max_id,
+                date: chrono::Utc::now().timestamp(),
+                origin_auth_key_id: auth_key_id,
+            })
+            .await
+            .map_err(forward)?;
+        counts += 1;
+        if !answer.recount {
+            break answer;
+        }
+        // A delete logged since the count may have removed messages it included: count again
+        // once it is applied here.
+        let caught_up = until(deadline, || async {
+            Ok(store::log_position(pool, owner).await? >= answer.pts)
         })
         .await
-        .map_err(forward)?;
+        .map_err(Error::from)?;
+        if !caught_up || counts >= MAX_COUNTS {
+            return Err(oxigram_errors::status(
+                oxigram_errors::ErrorCode::Unavailable,
+                "the dialog is changing under the read; retry",
+            ));
+        }
+    };
     if !answer.appended {
         return Ok(Read::Unchanged);
     }
     // Should a wait run out, the log has the read and the rest follows it.
-    let deadline = Instant::now() + APPLY_WAIT_CAP;
     let applied = until(deadline, || async {
         Ok(store::log_position(pool, owner).await? >= answer.pts)
     })

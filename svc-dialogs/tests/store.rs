@@ -5,8 +5,9 @@
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    Message, Peer, Update, UpdateDeliveredOutbox, UpdateNewMessage, UpdateReadHistoryInbox,
-    UpdateReadHistoryOutbox, UserEvent, update,
+    DialogDeletion, Message, Peer, Update, UpdateDeleteMessages, UpdateDeliveredOutbox,
+    UpdateEditMessage, UpdateNewMessage, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+    UserEvent, update,
 };
 use oxigram_testkit::store::{self, Migrated};
 use prost::Message as _;
@@ -114,6 +115,41 @@ fn delivered(owner: i64, pts: i32, peer: i64, max_id: i64) -> UserEvent {
         }),
     )
 }
+
+/// A delete in `owner`'s log at `pts` of her boxes `ids` of the dialog with `peer`: those of
+/// them that were incoming, the newest box left (`top`, dated `top * 100`; 0: none) and the
+/// boundary the delete saw.
+#[allow(clippy::too_many_arguments)]
+fn deleted(
+    owner: i64,
+    pts: i32,
+    peer: i64,
+    ids: &[i64],
+    incoming: &[i64],
+    top: i64,
+    boundary: i64,
+    remove_empty: bool,
+) -> UserEvent {
+    UserEvent {
+        pts_count: ids.len() as i32,
+        deletions: vec![DialogDeletion {
+            peer_user_id: peer,
+            incoming_ids: incoming.to_vec(),
+            top_id: top,
+            top_date: top * 100,
+            boundary,
+            remove_empty,
+        }],
+        ..event(
+            owner,
+            pts,
+            update::Kind::DeleteMessages(UpdateDeleteMessages { ids: ids.to_vec() }),
+        )
+    }
+}
+
+/// (peer, top message id, top message date, unread count) of a dialog on a page.
+type Top = (i64, i64, i64, i32);
 
 /// (peer, top message id, top message date, unread count) of each dialog on a page.
 async fn tops(db: &Db, owner: i64) -> anyhow::Result<Vec<(i64, i64, i64, i32)>> {
@@ -443,6 +479,165 @@ async fn a_log_that_began_before_the_projection_is_taken_up_from_its_first_event
             (applied, held, position),
             "owner {owner}"
         );
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_delete_recomputes_top_and_unread_and_an_emptied_dialog_leaves_until_a_new_message()
+-> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.schema.pool;
+    // Ann (1) and Bob (2): 1, 2 and 4 from Bob, 3 from Ann. Ann and Cat (3): 5 from Cat.
+    let apply = |events: Vec<UserEvent>| projection::apply(pool, &db.outbox, events);
+    apply(vec![
+        message(1, 1, 2, 1, 100, false, 11),
+        message(1, 2, 2, 2, 200, false, 12),
+        message(1, 3, 2, 3, 300, true, 13),
+        message(1, 4, 2, 4, 400, false, 14),
+        message(1, 5, 3, 5, 500, false, 15),
+    ])
+    .await?;
+    assert_eq!(tops(&db, 1).await?, [(3, 5, 500, 1), (2, 4, 400, 3)]);
+    // (events, dialogs after them)
+    let steps: Vec<(Vec<UserEvent>, Vec<Top>)> = vec![
+        // The top, an unread incoming message: the one before it is the top, 2 unread.
+        (
+            vec![deleted(1, 6, 2, &[4], &[4], 3, 5, true)],
+            vec![(3, 5, 500, 1), (2, 3, 300, 2)],
+        ),
+        // An edit changes no dialog.
+        (
+            vec![event(
+                1,
+                7,
+                update::Kind::EditMessage(UpdateEditMessage {
+                    message: Some(Message {
+                        id: 3,
+                        peer_id: Some(Peer::user(2)),
+                        ..Default::default()
+                    }),
+                }),
+            )],
+            vec![(3, 5, 500, 1), (2, 3, 300, 2)],
+        ),
+        // Everything left (history cleared): the dialog leaves the list.
+        (
+            vec![deleted(1, 10, 2, &[1, 2, 3], &[1, 2], 0, 5, true)],
+            vec![(3, 5, 500, 1)],
+        ),
+        // Cat's dialog cleared with just_clear: it stays where it was, empty.
+        (
+            vec![deleted(1, 11, 3, &[5], &[5], 0, 5, false)],
+            vec![(3, 0, 500, 0)],
+        ),
+        // A new message brings Bob's dialog back, the only unread one.
+        (
+            vec![message(1, 12, 2, 6, 600, false, 16)],
+            vec![(2, 6, 600, 1), (3, 0, 500, 0)],
+        ),
+    ];
+    for (i, (events, expected)) in steps.into_iter().enumerate() {
+        apply(events).await?;
+        assert_eq!(tops(&db, 1).await?, expected, "step {i}");
+    }
+    assert_eq!(dialogs::log_position(pool, 1).await?, 12);
+    // A read counts what is left: nothing of the deleted messages.
+    assert_eq!(
+        dialogs::read_view(pool, 1, 2, 0).await?,
+        ReadView {
+            position: 12,
+            read_inbox_max_id: 0,
+            target: 6,
+            still_unread: 0,
+        }
+    );
+    Ok(())
+}
+
+/// A delete and the new messages around it reach the log in either order: a message committed
+/// after the delete (an id above its boundary) may be logged before it, and one committed
+/// before it (at or below the boundary) after it; two deletes may be logged in either order.
+/// Each pair of orders ends in the same dialog.
+#[tokio::test]
+async fn deletes_and_messages_give_the_same_dialog_in_either_log_order() -> anyhow::Result<()> {
+    // Ann's (1) log with Bob (2) before the race: Bob's messages 1 and 2.
+    let before = || {
+        vec![
+            message(1, 1, 2, 1, 100, false, 11),
+            message(1, 2, 2, 2, 200, false, 12),
+        ]
+    };
+    // (what races, at pts 3 and 4 in one order and the other; the dialog after both)
+    type Race = (
+        fn(i32) -> UserEvent,
+        fn(i32) -> UserEvent,
+        (i64, i64, i64, i32),
+    );
+    let races: [Race; 5] = [
+        // Message 2 deleted (boundary 2, top 1); message 3 sent after the delete.
+        (
+            |pts| deleted(1, pts, 2, &[2], &[2], 1, 2, true),
+            |pts| message(1, pts, 2, 3, 300, false, 13),
+            (2, 3, 300, 2),
+        ),
+        // Message 3 sent before the delete and deleted by it (boundary 3, top 2): logged
+        // after the delete, it neither comes back as top nor counts as unread.
+        (
+            |pts| deleted(1, pts, 2, &[3], &[3], 2, 3, true),
+            |pts| message(1, pts, 2, 3, 300, false, 13),
+            (2, 2, 200, 2),
+        ),
+        // Messages 1 and 2 deleted, message 3 sent before the delete and kept: the delete saw
+        // it as the top.
+        (
+            |pts| deleted(1, pts, 2, &[1, 2], &[1, 2], 3, 3, true),
+            |pts| message(1, pts, 2, 3, 300, false, 13),
+            (2, 3, 300, 1),
+        ),
+        // Two deletes with no box between them: 2 first (top 1), then 1 (nothing left).
+        (
+            |pts| deleted(1, pts, 2, &[2], &[2], 1, 2, true),
+            |pts| deleted(1, pts, 2, &[1], &[1], 0, 2, true),
+            (0, 0, 0, 0),
+        ),
+        // A delete of 2 (top 1), message 3 sent, then a delete of 1 (top 3).
+        (
+            |pts| deleted(1, pts, 2, &[2], &[2], 1, 2, true),
+            |pts| deleted(1, pts, 2, &[1], &[1], 3, 3, true),
+            (2, 3, 300, 0),
+        ),
+    ];
+    for (n, (first, second, expected)) in races.into_iter().enumerate() {
+        for swapped in [false, true] {
+            let db = schema().await?;
+            let pool = &db.schema.pool;
+            projection::apply(pool, &db.outbox, before()).await?;
+            // Each event's pts_count decides where it starts; place them one after the other.
+            let (a, b) = if swapped {
+                (second, first)
+            } else {
+                (first, second)
+            };
+            let a1 = a(3);
+            let a_end = 2 + a1.pts_count;
+            let a1 = UserEvent { pts: a_end, ..a1 };
+            let b1 = b(0);
+            let b1 = UserEvent {
+                pts: a_end + b1.pts_count,
+                ..b1
+            };
+            let applied = projection::apply(pool, &db.outbox, vec![a1]).await?;
+            assert_eq!(applied.held, 0, "race {n}, swapped {swapped}");
+            projection::apply(pool, &db.outbox, vec![b1]).await?;
+            let got = tops(&db, 1).await?;
+            let want: Vec<Top> = if expected.0 == 0 {
+                vec![]
+            } else {
+                vec![expected]
+            };
+            assert_eq!(got, want, "race {n}, swapped {swapped}");
+        }
     }
     Ok(())
 }

@@ -34,6 +34,8 @@ acting! {
     messages::SendMessageRequest { sender_id, auth_key_id } = types::SendMessageRequest;
     messages::ForwardMessagesRequest { owner_id, auth_key_id } = types::ForwardMessagesRequest;
     messages::EditMessageRequest { owner_id, auth_key_id } = types::EditMessageRequest;
+    messages::DeleteMessagesRequest { owner_id, auth_key_id } = types::DeleteMessagesRequest;
+    messages::DeleteHistoryRequest { owner_id, auth_key_id } = types::DeleteHistoryRequest;
     messages::GetHistoryRequest { owner_id } = types::GetHistoryRequest;
     messages::GetMessagesRequest { owner_id } = types::GetMessagesRequest;
     messages::BlockRequest { owner_id } = types::BlockRequest;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use oxigram_errors::{Error, ErrorCode, forward};
 use oxigram_proto::{
     api::v1::{
-        AffectedMessages, BlockRequest, BlockResponse, Blocked, EditMessageRequest,
-        EditMessageResponse, ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages,
-        GetBlockedRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
-        MessagesSlice, OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest,
-        ReceivedMessagesResponse, SearchRequest, SendMessageRequest, SendMessageResponse,
-        messages_server::Messages,
+        AffectedHistory, AffectedMessages, BlockRequest, BlockResponse, Blocked,
+        DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, EditMessageResponse,
+        ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages, GetBlockedRequest,
+        GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
+        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
+        SearchRequest, SendMessageRequest, SendMessageResponse, messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -68,6 +68,17 @@ impl Gateway {
         };
         let list = self.messages.clone().get_messages(request).await;
         Ok(list.map_err(forward)?.into_inner().messages)
+    }
+
+    /// The caller's current pts: the answer of a call that moved nothing.
+    async fn current_pts(&self, user_id: i64) -> Result<i32, Status> {
+        let state = self
+            .updates
+            .clone()
+            .get_state(updates_svc::GetStateRequest { user_id })
+            .await
+            .map_err(forward)?;
+        Ok(state.into_inner().pts)
     }
 
     /// `PEER_ID_INVALID` unless `peer` is an existing user.
@@ -143,6 +154,45 @@ impl Messages for MessagesApi {
         edited.map_err(forward)
     }
 
+    async fn delete_messages(
+        &self,
+        request: Request<DeleteMessagesRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        let request = messages_svc::DeleteMessagesRequest::acting(me, request);
+        let deleted = self.0.messages.clone().delete_messages(request).await;
+        let deleted = deleted.map_err(forward)?.into_inner();
+        if deleted.pts_count > 0 {
+            return Ok(Response::new(deleted));
+        }
+        // Nothing was deleted (or the log has not answered yet): the current state.
+        Ok(Response::new(AffectedMessages {
+            pts: self.0.current_pts(me.user_id).await?,
+            pts_count: 0,
+        }))
+    }
+
+    async fn delete_history(
+        &self,
+        request: Request<DeleteHistoryRequest>,
+    ) -> Result<Response<AffectedHistory>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        let peer = oxigram_proto::resolve_peer(request.peer.as_ref(), me.user_id)
+            .ok_or_else(|| Error::new(ErrorCode::PeerIdInvalid, "peer names no user"))?;
+        self.0.check_peer(peer).await?;
+        let request = messages_svc::DeleteHistoryRequest::acting(me, request);
+        let deleted = self.0.messages.clone().delete_history(request).await;
+        let deleted = deleted.map_err(forward)?.into_inner();
+        if deleted.pts_count > 0 {
+            return Ok(Response::new(deleted));
+        }
+        Ok(Response::new(AffectedHistory {
+            pts: self.0.current_pts(me.user_id).await?,
+            pts_count: 0,
+            offset: deleted.offset,
+        }))
+    }
+
     async fn get_history(
         &self,
         request: Request<GetHistoryRequest>,
@@ -193,18 +243,8 @@ impl Messages for MessagesApi {
             return Ok(Response::new(read));
         }
         // A repeat: nothing moved, no new pts; the current state.
-        let state = self
-            .0
-            .updates
-            .clone()
-            .get_state(updates_svc::GetStateRequest {
-                user_id: me.user_id,
-            })
-            .await
-            .map_err(forward)?
-            .into_inner();
         Ok(Response::new(AffectedMessages {
-            pts: state.pts,
+            pts: self.0.current_pts(me.user_id).await?,
             pts_count: 0,
         }))
     }

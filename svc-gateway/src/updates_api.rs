@@ -2,6 +2,7 @@
 //! live stream, which opens at the client's pts, replays what the device missed, then goes live.
 
 use std::{
+    collections::HashSet,
     pin::Pin,
     sync::{Arc, atomic::Ordering},
     time::{SystemTime, UNIX_EPOCH},
@@ -43,17 +44,45 @@ impl Gateway {
         };
         let difference = self.updates.clone().get_difference(request).await;
         let mut difference = difference.map_err(forward)?.into_inner();
-        let named = GetMessagesRequest {
-            ids: difference
-                .updates
-                .iter()
-                .filter_map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
-                    Some(update::Kind::NewMessage(n)) => n.message.as_ref().map(|m| m.id),
-                    _ => None,
-                })
-                .collect(),
+        // The messages the slice's new messages and edits name, as they are now: fetched at
+        // once; a deleted one is not among them.
+        let named = |kind: &update::Kind| match kind {
+            update::Kind::NewMessage(n) => n.message.as_ref().map(|m| m.id),
+            update::Kind::EditMessage(e) => e.message.as_ref().map(|m| m.id),
+            _ => None,
         };
-        difference.new_messages = self.messages_by_ids(user_id, named).await?;
+        let mut ids: Vec<i64> = difference
+            .updates
+            .iter()
+            .filter_map(|u| u.update.as_ref()?.kind.as_ref().and_then(named))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let current = self
+            .messages_by_ids(user_id, GetMessagesRequest { ids })
+            .await?;
+        let alive: HashSet<i64> = current.iter().map(|m| m.id).collect();
+        let mut new_ids = HashSet::new();
+        for u in &mut difference.updates {
+            let message = match u.update.as_mut().and_then(|u| u.kind.as_mut()) {
+                Some(update::Kind::NewMessage(n)) => {
+                    if let Some(m) = &n.message {
+                        new_ids.insert(m.id);
+                    }
+                    &mut n.message
+                }
+                Some(update::Kind::EditMessage(e)) => &mut e.message,
+                _ => continue,
+            };
+            // A message deleted since never shows again, not even as the update logged it.
+            if message.as_ref().is_some_and(|m| !alive.contains(&m.id)) {
+                *message = None;
+            }
+        }
+        difference.new_messages = current
+            .into_iter()
+            .filter(|m| new_ids.contains(&m.id))
+            .collect();
         Ok(difference)
     }
 }

@@ -128,6 +128,7 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
             origin_auth_key_id: edit.auth_key_id,
             peer_box_id: 0,
             pts: 0,
+            deletions: Vec::new(),
         };
         rows.push(NewRow {
             destination: TO_UPDATES,

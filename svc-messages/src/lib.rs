@@ -5,9 +5,11 @@
 //! together share that transaction (group commit). Commit is PERSISTED. Right after commit the
 //! events go to svc-updates directly (the fast path, so the response can carry the sender's
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
-//! An edit is its own transaction (`edit`) and hands its events on the same way. A forward
-//! (`forward`) is a send of each source message's content, with a forward header.
+//! An edit is its own transaction (`edit`), and so is a delete (`delete`); both hand their
+//! events on the same way. A forward (`forward`) is a send of each source message's content,
+//! with a forward header.
 
+pub mod delete;
 pub mod edit;
 pub mod entities;
 pub mod forward;

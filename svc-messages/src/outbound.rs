@@ -1,5 +1,5 @@
-//! Everything svc-messages sends to other services. One arrow: the events of each new message
-//! and of each edit, one per owner, to svc-updates, which gives them their pts. They are
+//! Everything svc-messages sends to other services. One arrow: the events of each new message,
+//! each edit and each delete, one per owner, to svc-updates, which gives them their pts. They are
 //! written to this service's outbox in the change's transaction; right after commit the fast
 //! path hands them on and answers the call with the pts the caller's event got, and the relay
 //! delivers whatever it missed. svc-updates deduplicates by event id, so the two may overlap.
@@ -31,6 +31,23 @@ pub fn edit_event_id(body_id: i64, version: i32, owner_id: i64) -> Uuid {
     h.update(body_id.to_le_bytes());
     h.update(version.to_le_bytes());
     h.update(owner_id.to_le_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    Uuid::from_bytes(bytes)
+}
+
+/// The id of the delete event of `owner_id` for her boxes `ids` (ascending): derived, so the
+/// relay and the fast path of one delete are one fact to svc-updates. A box is deleted once,
+/// so two deletes never name the same boxes.
+pub fn delete_event_id(owner_id: i64, ids: &[i64]) -> Uuid {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"delete");
+    h.update(owner_id.to_le_bytes());
+    for id in ids {
+        h.update(id.to_le_bytes());
+    }
     let digest = h.finalize();
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest[..16]);

@@ -552,6 +552,7 @@ pub fn new_message_event(
         origin_auth_key_id: auth_key_id,
         peer_box_id,
         pts: 0,
+        deletions: Vec::new(),
     }
 }
 

@@ -4,14 +4,15 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, EditMessageRequest, ForwardMessagesRequest, GetBlockedRequest,
-        GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList, SearchRequest,
-        SearchResponse, SendMessageRequest, messages_server::Messages,
+        BlockRequest, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
+        ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
+        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
+        messages_server::Messages,
     },
     require_peer,
     types::v1::{
-        self as types, BlockResponse, EditMessageResponse, ForwardMessagesResponse,
-        SendMessageResponse,
+        self as types, AffectedHistory, AffectedMessages, BlockResponse, EditMessageResponse,
+        ForwardMessagesResponse, SendMessageResponse,
     },
 };
 use sha2::{Digest, Sha256};
@@ -21,6 +22,7 @@ use tonic::{Request, Response, Status};
 use oxigram_outbox::Outbox;
 
 use crate::{
+    delete::{self, Delete, DeleteOutcome, Deleted, MAX_DELETE_BATCH, Targets},
     edit::{self, Edit, EditOutcome},
     entities,
     forward::Forward,
@@ -157,8 +159,130 @@ fn validate_edit(owner_id: i64, r: &mut types::EditMessageRequest) -> Result<i64
     Ok(peer_id)
 }
 
+/// The ids a DeleteMessages names: at most 1000; those not above 0 are dropped.
+fn delete_ids(owner_id: i64, r: &types::DeleteMessagesRequest) -> Result<Vec<i64>, Status> {
+    check_owner(owner_id)?;
+    if r.ids.len() > MAX_DELETE_BATCH {
+        return Err(status(
+            ErrorCode::MessageIdsTooMany,
+            &format!("at most {MAX_DELETE_BATCH} ids"),
+        ));
+    }
+    Ok(r.ids.iter().copied().filter(|id| *id > 0).collect())
+}
+
+/// What a DeleteHistory clears: the peer's dialog, ids up to max_id (0 = all).
+fn history_targets(owner_id: i64, r: &types::DeleteHistoryRequest) -> Result<Targets, Status> {
+    check_owner(owner_id)?;
+    let peer = oxigram_proto::resolve_peer(r.peer.as_ref(), owner_id)
+        .ok_or_else(|| status(ErrorCode::PeerIdInvalid, "peer names no user"))?;
+    if r.max_id < 0 {
+        return Err(status(
+            ErrorCode::MessageIdInvalid,
+            "max_id must not be negative",
+        ));
+    }
+    Ok(Targets::History {
+        peer,
+        max_id: if r.max_id == 0 { i64::MAX } else { r.max_id },
+        just_clear: r.just_clear,
+    })
+}
+
+fn check_owner(owner_id: i64) -> Result<(), Status> {
+    if owner_id <= 0 {
+        return Err(status(
+            ErrorCode::UserIdInvalid,
+            "owner_id must be positive",
+        ));
+    }
+    Ok(())
+}
+
+impl MessagesService {
+    /// Runs a delete and hands its events on; the (pts, pts_count) of the caller's event
+    /// ((0, 0) when she lost no box, or svc-updates did not answer) and whether more is left.
+    async fn delete(&self, delete: Delete) -> Result<(i32, i32, bool), Status> {
+        let deleted = match delete::delete(&self.pool, &self.outbox, &delete)
+            .await
+            .map_err(Error::from)?
+        {
+            DeleteOutcome::Deleted(deleted) => deleted,
+            DeleteOutcome::Forbidden => {
+                return Err(status(
+                    ErrorCode::DeleteMessagesForbidden,
+                    "the peer blocked you: a revoke cannot reach her messages",
+                ));
+            }
+        };
+        let Deleted {
+            updates_events,
+            updates_rows,
+            more,
+        } = deleted;
+        if updates_events.is_empty() {
+            return Ok((0, 0, more));
+        }
+        let (pts, pts_count) = self
+            .to_updates
+            .fast_path(&self.outbox, updates_events, &updates_rows, delete.owner_id)
+            .await;
+        Ok((pts, pts_count, more))
+    }
+}
+
 #[tonic::async_trait]
 impl Messages for MessagesService {
+    async fn delete_messages(
+        &self,
+        request: Request<DeleteMessagesRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let DeleteMessagesRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
+        let ids = delete_ids(owner_id, &r)?;
+        let (pts, pts_count, _) = self
+            .delete(Delete {
+                owner_id,
+                auth_key_id,
+                targets: Targets::Ids(ids),
+                revoke: r.revoke,
+                traceparent: oxigram_telemetry::propagation::current_traceparent(),
+            })
+            .await?;
+        Ok(Response::new(AffectedMessages { pts, pts_count }))
+    }
+
+    async fn delete_history(
+        &self,
+        request: Request<DeleteHistoryRequest>,
+    ) -> Result<Response<AffectedHistory>, Status> {
+        let DeleteHistoryRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
+        let targets = history_targets(owner_id, &r)?;
+        let (pts, pts_count, more) = self
+            .delete(Delete {
+                owner_id,
+                auth_key_id,
+                targets,
+                revoke: r.revoke,
+                traceparent: oxigram_telemetry::propagation::current_traceparent(),
+            })
+            .await?;
+        Ok(Response::new(AffectedHistory {
+            pts,
+            pts_count,
+            offset: i64::from(more),
+        }))
+    }
+
     async fn send_message(
         &self,
         request: Request<SendMessageRequest>,
@@ -693,6 +817,65 @@ mod tests {
             .as_ref()
             .map(|q| (q.text.as_str(), q.limit, q.max_date, q.below_id));
         assert_eq!(q, Some(("hello", 20, i64::MAX, i64::MAX)));
+    }
+
+    #[test]
+    fn delete_requests_are_checked() {
+        let ids = |owner: i64, ids: Vec<i64>| {
+            delete_ids(owner, &types::DeleteMessagesRequest { ids, revoke: false })
+        };
+        // (request, the ids kept or the code)
+        let table = [
+            (ids(1, vec![3, 0, -2, 5]), Ok::<_, &str>(vec![3, 5])),
+            (ids(1, vec![]), Ok(vec![])),
+            (ids(1, (1..=1000).collect()), Ok((1..=1000).collect())),
+            (ids(1, (1..=1001).collect()), Err("MESSAGE_IDS_TOO_MANY")),
+            (ids(0, vec![1]), Err("USER_ID_INVALID")),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            let got = got.map_err(|s| oxigram_errors::code_of(&s).unwrap_or_default());
+            assert_eq!(got, want.map_err(str::to_owned), "row {i}");
+        }
+
+        let history = |owner: i64, peer: Option<types::InputPeer>, max_id: i64| {
+            history_targets(
+                owner,
+                &types::DeleteHistoryRequest {
+                    peer,
+                    max_id,
+                    just_clear: true,
+                    revoke: false,
+                },
+            )
+            .map(|t| match t {
+                Targets::History { peer, max_id, .. } => (peer, max_id),
+                Targets::Ids(_) => (0, 0),
+            })
+            .map_err(|s| oxigram_errors::code_of(&s).unwrap_or_default())
+        };
+        let table = [
+            (
+                history(1, Some(types::InputPeer::user(2)), 0),
+                Ok::<_, &str>((2, i64::MAX)),
+            ),
+            (history(1, Some(types::InputPeer::me()), 9), Ok((1, 9))),
+            (history(1, None, 0), Err("PEER_ID_INVALID")),
+            (
+                history(1, Some(types::InputPeer::user(0)), 0),
+                Err("PEER_ID_INVALID"),
+            ),
+            (
+                history(1, Some(types::InputPeer::user(2)), -1),
+                Err("MESSAGE_ID_INVALID"),
+            ),
+            (
+                history(0, Some(types::InputPeer::user(2)), 0),
+                Err("USER_ID_INVALID"),
+            ),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            assert_eq!(got, want.map_err(str::to_owned), "row {i}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
-//! events and outbox rows, replays, replies, blocks, forwards), the edit transaction, and the
-//! owner-view reads, search included.
+//! events and outbox rows, replays, replies, blocks, forwards), the edit and delete
+//! transactions, and the owner-view reads, search included.
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
@@ -10,6 +10,7 @@ use oxigram_proto::types::v1::{
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
+    delete::{self, Delete, DeleteOutcome, Deleted, MAX_DELETE_BATCH, Targets},
     edit::{self, Edit, EditOutcome},
     forward::Forward,
     send::{self, NewMessage, SendOutcome, Sent},
@@ -1335,6 +1336,127 @@ async fn only_the_senders_event_carries_the_random_id() -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn delete_one(
+    db: &Migrated,
+    outbox: &Outbox,
+    owner_id: i64,
+    targets: Targets,
+    revoke: bool,
+) -> anyhow::Result<Option<Deleted>> {
+    let delete = Delete {
+        owner_id,
+        auth_key_id: 7,
+        targets,
+        revoke,
+        traceparent: None,
+    };
+    Ok(match delete::delete(&db.pool, outbox, &delete).await? {
+        DeleteOutcome::Deleted(deleted) => Some(deleted),
+        DeleteOutcome::Forbidden => None,
+    })
+}
+
+/// Each event of a delete: (owner, ids, pts_count, per dialog: (peer, incoming ids, top,
+/// boundary)).
+type DeleteEvent = (i64, Vec<i64>, i32, Vec<(i64, Vec<i64>, i64, i64)>);
+
+fn delete_events(deleted: &Deleted) -> Vec<DeleteEvent> {
+    deleted
+        .updates_events
+        .iter()
+        .map(|e| {
+            let ids = match e.update.as_ref().and_then(|u| u.kind.as_ref()) {
+                Some(update::Kind::DeleteMessages(d)) => d.ids.clone(),
+                _ => vec![],
+            };
+            let dialogs = e
+                .deletions
+                .iter()
+                .map(|d| (d.peer_user_id, d.incoming_ids.clone(), d.top_id, d.boundary))
+                .collect();
+            (e.user_id, ids, e.pts_count, dialogs)
+        })
+        .collect()
+}
+
+async fn history_ids(db: &Migrated, owner: i64, peer: i64) -> anyhow::Result<Vec<i64>> {
+    let window = HistoryWindow {
+        owner,
+        peer,
+        offset_id: 0,
+        offset_date: 0,
+        add_offset: 0,
+        limit: 100,
+        max_id: 0,
+        min_id: 0,
+    };
+    Ok(store::history(&db.pool, &window)
+        .await?
+        .iter()
+        .map(|m| m.id)
+        .collect())
+}
+
+#[tokio::test]
+async fn a_delete_hides_the_owners_boxes_and_a_revoke_the_peers_too() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send::send(
+        &db.pool,
+        &outbox,
+        &[
+            new(ANN, BOB, 1, "one"),
+            new(ANN, BOB, 2, "two"),
+            new(ANN, BOB, 3, "three"),
+            new(BOB, ANN, 1, "four"),
+        ],
+    )
+    .await?;
+    let rows_before = outbox_rows(&db).await?;
+
+    // Ann's own view only: unknown ids skipped, 4 was incoming; Bob keeps everything.
+    let deleted = delete_one(&db, &outbox, ANN, Targets::Ids(vec![4, 2, 99]), false)
+        .await?
+        .context("forbidden")?;
+    assert_eq!(
+        delete_events(&deleted),
+        [(ANN, vec![2, 4], 2, vec![(BOB, vec![4], 3, 4)])]
+    );
+    assert_eq!(deleted.updates_rows.len(), 1);
+    assert_eq!(outbox_rows(&db).await?, rows_before + 1);
+    assert_eq!(history_ids(&db, ANN, BOB).await?, [3, 1]);
+    assert_eq!(history_ids(&db, BOB, ANN).await?, [4, 3, 2, 1]);
+    assert!(by_ids(&db, ANN, &[2, 4]).await?.is_empty());
+
+    // Deleted already: nothing happens, nothing is logged.
+    let again = delete_one(&db, &outbox, ANN, Targets::Ids(vec![2]), true)
+        .await?
+        .context("forbidden")?;
+    assert!(again.updates_events.is_empty());
+    assert_eq!(outbox_rows(&db).await?, rows_before + 1);
+
+    // A revoke: Bob's box of the same message goes too, in his ids, with his own top.
+    let deleted = delete_one(&db, &outbox, ANN, Targets::Ids(vec![3]), true)
+        .await?
+        .context("forbidden")?;
+    assert_eq!(
+        delete_events(&deleted),
+        [
+            (ANN, vec![3], 1, vec![(BOB, vec![], 1, 4)]),
+            (BOB, vec![3], 1, vec![(ANN, vec![3], 4, 4)]),
+        ]
+    );
+    assert_eq!(history_ids(&db, ANN, BOB).await?, [1]);
+    assert_eq!(history_ids(&db, BOB, ANN).await?, [4, 2, 1]);
+    // Bodies are shared: what Ann deleted alone Bob still reads.
+    let texts: Vec<String> = by_ids(&db, BOB, &[2])
+        .await?
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts, ["two"]);
+    Ok(())
+}
+
 #[tokio::test]
 async fn an_edit_of_the_entities_alone_modifies_the_message() -> anyhow::Result<()> {
     let (db, outbox) = schema().await?;
@@ -1380,5 +1502,118 @@ async fn an_edit_of_the_entities_alone_modifies_the_message() -> anyhow::Result<
     assert_eq!(edit_kind(&outcome), "edited");
     let m = by_ids(&db, BOB, &[1]).await?;
     assert!(m.iter().all(|m| m.entities.is_empty()) && m.len() == 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_revoke_towards_a_user_who_blocked_the_caller_is_refused() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send::send(&db.pool, &outbox, &[new(ANN, BOB, 1, "one")]).await?;
+    store::set_blocked(&db.pool, BOB, ANN, true).await?;
+    let rows_before = outbox_rows(&db).await?;
+    // (targets, revoke, refused)
+    let cases = [
+        (Targets::Ids(vec![1]), true, true),
+        (
+            Targets::History {
+                peer: BOB,
+                max_id: i64::MAX,
+                just_clear: false,
+            },
+            true,
+            true,
+        ),
+        (Targets::Ids(vec![1]), false, false),
+    ];
+    for (i, (targets, revoke, refused)) in cases.into_iter().enumerate() {
+        let got = delete_one(&db, &outbox, ANN, targets, revoke).await?;
+        assert_eq!(got.is_none(), refused, "case {i}");
+        if refused {
+            assert_eq!(history_ids(&db, ANN, BOB).await?, [1], "case {i}");
+            assert_eq!(outbox_rows(&db).await?, rows_before, "case {i}");
+        }
+    }
+    assert_eq!(history_ids(&db, ANN, BOB).await?, Vec::<i64>::new());
+    assert_eq!(history_ids(&db, BOB, ANN).await?, [1]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_history_is_cleared_newest_first_in_bounded_batches() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let total = 2 * MAX_DELETE_BATCH as i64 + 100;
+    let mut batch: Vec<NewMessage> = (1..=total)
+        .map(|n| new(ANN, BOB, n, &format!("message {n}")))
+        .collect();
+    batch.push(new(ANN, CAROL, total + 1, "elsewhere"));
+    for chunk in batch.chunks(500) {
+        send::send(&db.pool, &outbox, chunk).await?;
+    }
+    let clear = |max_id: i64| Targets::History {
+        peer: BOB,
+        max_id,
+        just_clear: false,
+    };
+    // Up to message 50 only: those above it stay.
+    let first = delete_one(&db, &outbox, ANN, clear(50), true)
+        .await?
+        .context("forbidden")?;
+    let events = delete_events(&first);
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0].1, (1..=50).collect::<Vec<i64>>());
+    assert_eq!(events[0].3, [(BOB, vec![], total, total + 1)]);
+    assert!(!first.more);
+    // The rest, newest first: 1000, 1000, then the last 50.
+    let mut batches = Vec::new();
+    loop {
+        let deleted = delete_one(&db, &outbox, ANN, clear(i64::MAX), false)
+            .await?
+            .context("forbidden")?;
+        let events = delete_events(&deleted);
+        assert_eq!(events.len(), 1, "the peer keeps her boxes without a revoke");
+        let (owner, ids, count, dialogs) = &events[0];
+        batches.push((
+            *owner,
+            ids.first().copied(),
+            ids.last().copied(),
+            *count,
+            dialogs[0].2,
+            deleted.more,
+        ));
+        if !deleted.more {
+            break;
+        }
+    }
+    assert_eq!(
+        batches,
+        [
+            (ANN, Some(1101), Some(2100), 1000, 1100, true),
+            (ANN, Some(101), Some(1100), 1000, 100, true),
+            (ANN, Some(51), Some(100), 50, 0, false),
+        ]
+    );
+    assert_eq!(history_ids(&db, ANN, BOB).await?, Vec::<i64>::new());
+    assert_eq!(history_ids(&db, ANN, CAROL).await?, [total + 1]);
+    // Bob lost only the 50 revoked: his oldest box left is 51.
+    let bobs_oldest = store::history(
+        &db.pool,
+        &HistoryWindow {
+            owner: BOB,
+            peer: ANN,
+            offset_id: 0,
+            offset_date: 0,
+            add_offset: 0,
+            limit: 1,
+            max_id: 52,
+            min_id: 0,
+        },
+    )
+    .await?;
+    assert_eq!(bobs_oldest.iter().map(|m| m.id).collect::<Vec<_>>(), [51]);
+    // Nothing left: a call deletes nothing and says so.
+    let done = delete_one(&db, &outbox, ANN, clear(i64::MAX), false)
+        .await?
+        .context("forbidden")?;
+    assert!(done.updates_events.is_empty() && !done.more);
     Ok(())
 }

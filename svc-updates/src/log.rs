@@ -319,6 +319,9 @@ pub enum ReadOutcome {
     },
     /// The watermark is there already; the user's pts is `pts`.
     Unchanged { pts: i32 },
+    /// A delete logged after the basis names messages the read's count may have included:
+    /// svc-dialogs counts again once it has applied the log up to `pts`.
+    Recount { pts: i32 },
     /// The log moved too far past the basis to bring the read up to date here (or was trimmed
     /// past it): svc-dialogs is far behind, and the caller retries later.
     BasisTooOld,
@@ -329,9 +332,9 @@ pub const MAX_READ_CATCH_UP: i32 = 10_000;
 
 /// Logs a read, brought up to its place in the reader's log (a transaction of a few statements
 /// under her row lock). The updates logged after the basis that svc-dialogs had not counted
-/// are counted here: the peer's messages above the read's max_id stay unread, a read of
-/// everything also covers the peer's messages logged since, and reads logged since keep the
-/// watermark from going back. So the read's `max_id` and `still_unread_count` agree with the
+/// are counted here: the peer's messages above the read's max_id stay unread (unless deleted
+/// since), a read of everything also covers the peer's messages logged since, and reads
+/// logged since keep the watermark from going back. So the read's `max_id` and `still_unread_count` agree with the
 /// messages before it in her log. The append workers learn of the moved pts when their next
 /// one-statement append for her fails and they take the locking path.
 pub async fn append_read(
@@ -377,24 +380,36 @@ pub async fn append_read(
     .fetch_all(&mut *tx)
     .await?;
     let (mut watermark, mut arrived) = (r.read_max_id, Vec::new());
+    // Every message logged since the basis, and the ids deleted since.
+    let (mut logged, mut deleted) = (HashSet::new(), HashSet::new());
     for body in bodies {
         let update =
             Update::decode(body.as_slice()).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
         match update.kind {
             Some(update::Kind::NewMessage(new)) => {
-                if let Some(m) = new.message
-                    && !m.out
-                    && m.peer_user() == r.peer_user_id
-                {
-                    arrived.push(m.id);
+                if let Some(m) = new.message {
+                    logged.insert(m.id);
+                    if !m.out && m.peer_user() == r.peer_user_id {
+                        arrived.push(m.id);
+                    }
                 }
             }
+            Some(update::Kind::DeleteMessages(d)) => deleted.extend(d.ids),
             Some(update::Kind::ReadHistoryInbox(read)) if read.peer_user() == r.peer_user_id => {
                 watermark = watermark.max(read.max_id);
             }
             _ => {}
         }
     }
+    // A message deleted since the basis counts no more. One applied before the basis and above
+    // the read's target may be among those svc-dialogs counted: only it can tell.
+    if deleted
+        .iter()
+        .any(|id| *id > r.max_id && !logged.contains(id))
+    {
+        return Ok(ReadOutcome::Recount { pts });
+    }
+    arrived.retain(|id| !deleted.contains(id));
     // Only a read that went up to the dialog's top message can reach past it.
     let max_id = arrived
         .iter()

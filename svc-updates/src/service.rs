@@ -150,11 +150,18 @@ impl Updates for UpdatesService {
                 AppendReadResponse {
                     appended: true,
                     pts,
+                    recount: false,
                 }
             }
             log::ReadOutcome::Unchanged { pts } => AppendReadResponse {
                 appended: false,
                 pts,
+                recount: false,
+            },
+            log::ReadOutcome::Recount { pts } => AppendReadResponse {
+                appended: false,
+                pts,
+                recount: true,
             },
             log::ReadOutcome::BasisTooOld => {
                 return Err(status(

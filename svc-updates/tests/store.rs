@@ -5,7 +5,8 @@
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    Message, Peer, Update, UpdateNewMessage, UpdateReadHistoryInbox, UserEvent, update,
+    Message, Peer, Update, UpdateDeleteMessages, UpdateNewMessage, UpdateReadHistoryInbox,
+    UserEvent, update,
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_updates::log::{self, LastPts, ReadOutcome, ReadRequest, ValidEvent, Written};
@@ -274,6 +275,7 @@ fn outcome(o: &ReadOutcome) -> (&'static str, i32, usize) {
         ReadOutcome::Appended { pts, written } => ("appended", *pts, written.1.len()),
         ReadOutcome::Unchanged { pts } => ("unchanged", *pts, 0),
         ReadOutcome::BasisTooOld => ("basis too old", 0, 0),
+        ReadOutcome::Recount { pts } => ("recount", *pts, 0),
     }
 }
 
@@ -330,6 +332,50 @@ async fn reads_are_logged_at_their_place_in_the_readers_log() -> anyhow::Result<
     .await?;
     assert_eq!(pts_of(&after), [(ANN, 5, 1)]);
     assert_eq!(logged(&db, ANN).await?, [1, 2, 3, 4, 5]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_read_is_counted_again_when_a_delete_since_its_basis_may_have_changed_the_count()
+-> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let mut last = LastPts::default();
+    let delete = |n: u128, ids: Vec<i64>| {
+        event(
+            id(n),
+            ANN,
+            ids.len() as i32,
+            update::Kind::DeleteMessages(UpdateDeleteMessages { ids }),
+        )
+    };
+    // pts 1..=3: Bob's messages 1, 2, 3 to Ann.
+    let events = (1..=3)
+        .map(|n| message_event(id(n), ANN, BOB, n as i64, false))
+        .collect();
+    log::append(&db.pool, &outbox, events, 100, &mut last).await?;
+    // pts 4: message 3 (logged after a basis of 2) deleted; pts 5: message 2 (before it).
+    log::append(&db.pool, &outbox, vec![delete(4, vec![3])], 100, &mut last).await?;
+    // A read of everything counted at pts 2 (target 2): message 3 was logged and deleted
+    // since, so it is not read past and not unread: the read stops at 2, nothing unread.
+    let got = log::append_read(&db.pool, &outbox, &read(300, 2, 2, 0)).await?;
+    assert_eq!(outcome(&got), ("appended", 5, 2));
+    log::append(&db.pool, &outbox, vec![delete(5, vec![2])], 100, &mut last).await?;
+    // A read counted at pts 2 (target 1): message 2 was applied by then and is deleted since,
+    // above the target: only svc-dialogs knows whether it counted it; it counts again.
+    let got = log::append_read(&db.pool, &outbox, &read(301, 2, 1, 1)).await?;
+    assert_eq!(outcome(&got), ("recount", 6, 0));
+    let difference = log::difference(&db.pool, ANN, 4, 10).await?;
+    let reads: Vec<(i32, i64, i32)> = difference
+        .updates
+        .iter()
+        .filter_map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
+            Some(update::Kind::ReadHistoryInbox(r)) => {
+                Some((u.pts, r.max_id, r.still_unread_count))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reads, [(5, 2, 0)]);
     Ok(())
 }
 

@@ -10,6 +10,7 @@ mod flow;
 mod full_stack;
 mod group_commit;
 mod media;
+mod message_delete;
 mod message_edit;
 mod message_format;
 mod message_forward;

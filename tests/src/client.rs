@@ -5,6 +5,7 @@ use anyhow::Context;
 use oxigram_client::Client;
 use oxigram_proto::{
     api::v1::{
+        AffectedHistory, AffectedMessages, DeleteHistoryRequest, DeleteMessagesRequest,
         DialogsSlice, Difference, EditMessageRequest, EditMessageResponse, ForwardMessagesRequest,
         GetDialogsRequest, GetHistoryRequest, SendMessageRequest, SendMessageResponse, StreamEvent,
         stream_event,
@@ -102,6 +103,57 @@ impl TestClient {
         request: ForwardMessagesRequest,
     ) -> Result<Vec<SendMessageResponse>, Status> {
         Ok(self.client.forward_messages(request).await?.sent)
+    }
+
+    /// Deletes this user's messages `ids` (her box ids); with `revoke` the peer's too.
+    pub async fn delete(&self, ids: &[i64], revoke: bool) -> Result<AffectedMessages, Status> {
+        Ok(self
+            .client
+            .delete_messages(DeleteMessagesRequest {
+                ids: ids.to_vec(),
+                revoke,
+            })
+            .await?)
+    }
+
+    /// One batch of a clear of the dialog with `peer` (`None`: no peer named).
+    pub async fn clear_batch(
+        &self,
+        peer: Option<InputPeer>,
+        max_id: i64,
+        just_clear: bool,
+        revoke: bool,
+    ) -> Result<AffectedHistory, Status> {
+        Ok(self
+            .client
+            .delete_history(DeleteHistoryRequest {
+                peer,
+                max_id,
+                just_clear,
+                revoke,
+            })
+            .await?)
+    }
+
+    /// Clears the dialog with `peer` batch after batch, as a client does while the answer's
+    /// offset is above 0; returns each batch's answer.
+    pub async fn clear(
+        &self,
+        peer: i64,
+        just_clear: bool,
+        revoke: bool,
+    ) -> Result<Vec<AffectedHistory>, Status> {
+        let mut batches = Vec::new();
+        loop {
+            let batch = self
+                .clear_batch(Some(InputPeer::user(peer)), 0, just_clear, revoke)
+                .await?;
+            let more = batch.offset > 0;
+            batches.push(batch);
+            if !more {
+                return Ok(batches);
+            }
+        }
     }
 
     pub async fn difference(&self, pts: i32) -> Result<Difference, Status> {

@@ -5,12 +5,13 @@ use std::time::Duration;
 
 use oxigram_proto::{
     api::v1::{
-        AffectedMessages, CreateAuthKeyRequest, DialogsSlice, Difference, EditMessageRequest,
-        EditMessageResponse, ForwardMessagesRequest, ForwardMessagesResponse, GetDialogsRequest,
-        GetDifferenceRequest, GetHistoryRequest, GetMeRequest, GetStateRequest, MessagesSlice,
-        ReadHistoryRequest, ResolvePhoneRequest, SendCodeRequest, SendMessageRequest,
-        SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent, StreamRequest,
-        auth_client::AuthClient, dialogs_client::DialogsClient, messages_client::MessagesClient,
+        AffectedHistory, AffectedMessages, CreateAuthKeyRequest, DeleteHistoryRequest,
+        DeleteMessagesRequest, DialogsSlice, Difference, EditMessageRequest, EditMessageResponse,
+        ForwardMessagesRequest, ForwardMessagesResponse, GetDialogsRequest, GetDifferenceRequest,
+        GetHistoryRequest, GetMeRequest, GetStateRequest, MessagesSlice, ReadHistoryRequest,
+        ResolvePhoneRequest, SendCodeRequest, SendMessageRequest, SendMessageResponse,
+        SignInRequest, SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient,
+        dialogs_client::DialogsClient, messages_client::MessagesClient,
         updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{InputPeer, UpdatesState, User},
@@ -236,6 +237,28 @@ impl Client {
     ) -> Result<EditMessageResponse, Error> {
         let d = self.deadline;
         d.unary(self.messages().edit_message(d.request(request)))
+            .await
+    }
+
+    /// Deletes messages of this user's box (with `revoke`, the peer's too). The answer's `pts`,
+    /// when not 0, is this device's own update ([`crate::deleted_update`]).
+    pub async fn delete_messages(
+        &self,
+        request: DeleteMessagesRequest,
+    ) -> Result<AffectedMessages, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().delete_messages(d.request(request)))
+            .await
+    }
+
+    /// Clears one batch (at most 1000 messages) of a dialog; call again while the answer's
+    /// `offset` is above 0. This device's own updates come by getDifference.
+    pub async fn delete_history(
+        &self,
+        request: DeleteHistoryRequest,
+    ) -> Result<AffectedHistory, Error> {
+        let d = self.deadline;
+        d.unary(self.messages().delete_history(d.request(request)))
             .await
     }
 

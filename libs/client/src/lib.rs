@@ -104,6 +104,6 @@ pub use error::Error;
 pub use mirror::{LocalDialog, Mirror, MirrorStats};
 pub use pending::{PendingSends, echo};
 pub use sequencer::{
-    CatchUp, Sequencer, Slice, Source, State, Verdict, edited_update, sent_update,
+    CatchUp, Sequencer, Slice, Source, State, Verdict, deleted_update, edited_update, sent_update,
 };
 pub use stream::{Applied, During, Event, SentUpdates, StreamOptions, StreamStats, UpdateStream};

@@ -12,7 +12,7 @@
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
     api::v1::{GetDialogsRequest, GetHistoryRequest},
@@ -84,8 +84,11 @@ pub struct MirrorStats {
     pub duplicates: u64,
     /// Edits of messages the copy does not hold (they predate it): skipped.
     pub unknown_edits: u64,
-    /// Deletions of ids the copy does not hold.
+    /// Deletions of ids the copy does not hold: messages deleted before the device saw them
+    /// (a getDifference leaves them out), or whose new-message update comes later.
     pub unknown_deletes: u64,
+    /// New messages that arrived after their deletion: left out.
+    pub arrived_deleted: u64,
     /// Updates without a kind.
     pub empty: u64,
 }
@@ -97,6 +100,10 @@ pub struct Mirror {
     /// The dialog of every box id held: a deletion names ids only (box ids are unique per
     /// owner across her dialogs).
     dialog_of: HashMap<i64, i64>,
+    /// Ids deleted before the copy held them. A message's new-message update may be logged
+    /// after its deletion (the two are handed to the log apart), and box ids are never
+    /// reused: a message arriving under one of these ids was deleted already.
+    deleted_unseen: HashSet<i64>,
     stale: bool,
     stats: MirrorStats,
 }
@@ -148,12 +155,17 @@ impl Mirror {
                 let d = self.dialog_mut(delivered.peer_user());
                 d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
             }
+            update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
         }
     }
 
     /// A new message (one of ours too): the dialog appears if it was not there, the message
     /// becomes its top when newest, and counts as unread when incoming above the watermark.
     fn new_message(&mut self, m: &Message) {
+        if self.deleted_unseen.remove(&m.id) {
+            self.stats.arrived_deleted += 1;
+            return;
+        }
         self.dialog_of.insert(m.id, m.peer_user());
         let d = self.dialog_mut(m.peer_user());
         if m.id > d.top_message_id {
@@ -202,6 +214,7 @@ impl Mirror {
                 .and_then(|peer| self.dialogs.get_mut(&peer))
             else {
                 self.stats.unknown_deletes += 1;
+                self.deleted_unseen.insert(*id);
                 continue;
             };
             if let Some(m) = d.messages.remove(id) {
@@ -348,8 +361,8 @@ impl Mirror {
 #[cfg(test)]
 mod tests {
     use oxigram_proto::types::v1::{
-        Update, UpdateDeliveredOutbox, UpdateEditMessage, UpdateNewMessage, UpdateReadHistoryInbox,
-        UpdateReadHistoryOutbox,
+        Update, UpdateDeleteMessages, UpdateDeliveredOutbox, UpdateEditMessage, UpdateNewMessage,
+        UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
     };
 
     use super::*;
@@ -579,6 +592,20 @@ mod tests {
         let listed: Vec<i64> = mirror.dialogs().iter().map(Dialog::peer_user).collect();
         assert_eq!(listed, [BOB]);
         assert_eq!(mirror.stats().unknown_deletes, 1);
+    }
+
+    #[test]
+    fn a_message_logged_after_its_deletion_never_shows() {
+        let mut mirror = mirror_of(&[incoming(1, BOB)]);
+        mirror.apply(&wrap(update::Kind::DeleteMessages(UpdateDeleteMessages {
+            ids: vec![2],
+        })));
+        mirror.apply(&incoming(2, BOB));
+        let ids: Vec<i64> = mirror.history(BOB).iter().map(|m| m.id).collect();
+        assert_eq!(ids, [1]);
+        assert_eq!(unread(&mirror, BOB), Some(1));
+        let stats = mirror.stats();
+        assert_eq!((stats.unknown_deletes, stats.arrived_deleted), (1, 1));
     }
 
     #[test]

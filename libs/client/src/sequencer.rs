@@ -10,8 +10,11 @@
 use std::collections::BTreeMap;
 
 use oxigram_proto::{
-    api::v1::{Difference, EditMessageResponse, SendMessageResponse},
-    types::v1::{PtsUpdate, Update, UpdateEditMessage, UpdateNewMessage, UpdatesState, update},
+    api::v1::{AffectedMessages, Difference, EditMessageResponse, SendMessageResponse},
+    types::v1::{
+        PtsUpdate, Update, UpdateDeleteMessages, UpdateEditMessage, UpdateNewMessage, UpdatesState,
+        update,
+    },
 };
 use tokio::time::Instant;
 
@@ -98,6 +101,27 @@ pub fn edited_update(response: EditMessageResponse) -> Option<PtsUpdate> {
             kind: Some(update::Kind::EditMessage(UpdateEditMessage {
                 message: response.message,
             })),
+        }),
+    })
+}
+
+/// This device's own delete update, from its request's ids and the answer; `None` when the
+/// answer carries no pts yet, or deleted fewer messages than the request named (some were
+/// gone already, and only the update itself says which): that update then comes by
+/// getDifference, as the gap it leaves asks.
+pub fn deleted_update(requested: &[i64], response: AffectedMessages) -> Option<PtsUpdate> {
+    let mut ids: Vec<i64> = requested.iter().copied().filter(|id| *id > 0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    if response.pts <= 0 || response.pts_count <= 0 || response.pts_count as usize != ids.len() {
+        return None;
+    }
+    Some(PtsUpdate {
+        pts: response.pts,
+        pts_count: response.pts_count,
+        date: 0,
+        update: Some(Update {
+            kind: Some(update::Kind::DeleteMessages(UpdateDeleteMessages { ids })),
         }),
     })
 }
@@ -635,6 +659,27 @@ mod tests {
         );
         // pts 0: the log has no place for it yet; it comes by push or difference.
         assert!(sent_update(answer(0, 0)).is_none());
+    }
+
+    #[test]
+    fn a_delete_answer_is_the_deleters_update_when_it_names_every_id() {
+        let answer = |pts, pts_count| AffectedMessages { pts, pts_count };
+        let ids = |u: Option<PtsUpdate>| {
+            u.and_then(|u| match u.update?.kind? {
+                update::Kind::DeleteMessages(d) => Some((u.pts, u.pts_count, d.ids)),
+                _ => None,
+            })
+        };
+        // (ids asked, answer, the update)
+        let cases = [
+            (vec![5, 3, 5, 0], answer(9, 2), Some((9, 2, vec![3, 5]))),
+            // One of them was gone already: which one, only the logged update says.
+            (vec![5, 3], answer(8, 1), None),
+            (vec![5], answer(0, 0), None),
+        ];
+        for (asked, response, expected) in cases {
+            assert_eq!(ids(deleted_update(&asked, response)), expected, "{asked:?}");
+        }
     }
 
     #[test]

@@ -5,14 +5,17 @@
 use std::{collections::VecDeque, time::Duration};
 
 use oxigram_proto::{
-    api::v1::{EditMessageResponse, SendMessageResponse, StreamEvent, stream_event},
+    api::v1::{
+        AffectedMessages, EditMessageResponse, SendMessageResponse, StreamEvent, stream_event,
+    },
     types::v1::PtsUpdate,
 };
 use tokio::{sync::mpsc, time::Instant};
 use tonic::{Status, Streaming};
 
 use crate::{
-    CatchUp, Client, Error, Sequencer, Source, State, Verdict, edited_update, sent_update,
+    CatchUp, Client, Error, Sequencer, Source, State, Verdict, deleted_update, edited_update,
+    sent_update,
 };
 
 /// How an [`UpdateStream`] waits and retries.
@@ -109,6 +112,13 @@ impl SentUpdates {
             let _ = self.0.send(update);
         }
     }
+
+    /// The delete's own update (of the ids it asked to delete) joins the stream.
+    pub fn answer_delete(&self, requested: &[i64], response: AffectedMessages) {
+        if let Some(update) = deleted_update(requested, response) {
+            let _ = self.0.send(update);
+        }
+    }
 }
 
 /// A device's update stream: open it at the device's saved state, then call
@@ -177,6 +187,13 @@ impl UpdateStream {
     /// push of it).
     pub fn answer_edit(&mut self, response: EditMessageResponse) {
         if let Some(update) = edited_update(response) {
+            self.offer(update, Source::Sent);
+        }
+    }
+
+    /// The answer to this device's own delete of `requested`, applied in its pts order.
+    pub fn answer_delete(&mut self, requested: &[i64], response: AffectedMessages) {
+        if let Some(update) = deleted_update(requested, response) {
             self.offer(update, Source::Sent);
         }
     }

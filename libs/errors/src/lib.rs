@@ -46,6 +46,10 @@ pub enum ErrorCode {
     QuoteTextInvalid,
     /// A reply quote longer than 1024 characters.
     QuoteTextTooLong,
+    /// A revoking delete would reach the box of a user who blocked the caller.
+    DeleteMessagesForbidden,
+    /// More message ids than one call may name (1000 for a delete).
+    MessageIdsTooMany,
     RandomIdInvalid,
     /// A forward names no message ids.
     MessageIdsEmpty,
@@ -119,6 +123,8 @@ impl ErrorCode {
             Self::EntityLanguageInvalid => "ENTITY_LANGUAGE_INVALID",
             Self::QuoteTextInvalid => "QUOTE_TEXT_INVALID",
             Self::QuoteTextTooLong => "QUOTE_TEXT_TOO_LONG",
+            Self::DeleteMessagesForbidden => "DELETE_MESSAGES_FORBIDDEN",
+            Self::MessageIdsTooMany => "MESSAGE_IDS_TOO_MANY",
             Self::RandomIdInvalid => "RANDOM_ID_INVALID",
             Self::MessageIdsEmpty => "MESSAGE_IDS_EMPTY",
             Self::ChatForwardsRestricted => "CHAT_FORWARDS_RESTRICTED",
@@ -160,7 +166,8 @@ impl ErrorCode {
             Self::FloodWait(_) => Code::ResourceExhausted,
             Self::MessageAuthorRequired
             | Self::EditMessagesForbidden
-            | Self::ChatForwardsRestricted => Code::PermissionDenied,
+            | Self::ChatForwardsRestricted
+            | Self::DeleteMessagesForbidden => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition

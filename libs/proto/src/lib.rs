@@ -36,7 +36,7 @@ package!(
         GetFileRequest, GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest,
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
         SaveFilePartRequest, SaveFilePartResponse, SearchRequest, SendMessageRequest,
-        SendMessageResponse,
+        SendMessageResponse, AffectedHistory, DeleteHistoryRequest, DeleteMessagesRequest,
     };
 );
 
