@@ -1,25 +1,29 @@
 //! Convergence: two users with three devices each run a few hundred random operations (drawn
-//! from a fixed seed) while device streams are cut and reopened from their saved state, and
-//! offline devices catch up by getDifference. Each device keeps its account's local state
+//! from a fixed seed: sends, replies, edits, forwards, deletes with and without revoke,
+//! clears, reads, receipts) while device streams are cut and reopened from their saved state,
+//! and offline devices catch up by getDifference. Each device keeps its account's local state
 //! with the client library (`oxigram_client::Mirror`), built only from the updates it
 //! applies. At the end every device's copy equals what the server answers (`GetDialogs`, and
 //! `GetHistory` paged through for every dialog), unread counts included; every device applied
-//! its log contiguously, each update once, and no message twice.
+//! its log contiguously, each update once, and no message twice; and nothing deleted is found
+//! again by history, `GetMessages` or search.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::Duration,
 };
 
 use anyhow::Context;
 use oxigram_client::{
-    CatchUp, Client, Event, Mirror, MirrorStats, SentUpdates, Sequencer, State, StreamOptions,
-    UpdateStream,
+    CatchUp, Client, Event, Mirror, SentUpdates, Sequencer, State, StreamOptions, UpdateStream,
 };
 use oxigram_proto::{
-    api::v1::{GetDialogsRequest, GetHistoryRequest, ReceivedMessagesRequest, SendMessageRequest},
-    types::v1::{Dialog, InputPeer, Message, PtsUpdate},
+    api::v1::{
+        DeleteHistoryRequest, ForwardMessagesRequest, GetDialogsRequest, GetHistoryRequest,
+        GetMessagesRequest, ReceivedMessagesRequest, SearchRequest, SendMessageRequest,
+    },
+    types::v1::{Dialog, InputPeer, Message, PtsUpdate, update},
 };
 use oxigram_tests::{Mode, System, TestClient};
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -27,7 +31,7 @@ use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 const SEED: u64 = 0x15_c0_4e;
-const OPERATIONS: usize = 300;
+const OPERATIONS: usize = 400;
 const DEVICES_PER_USER: usize = 3;
 const DEVICES: usize = 2 * DEVICES_PER_USER;
 /// Longest the system may take to settle once the operations are done.
@@ -46,6 +50,24 @@ enum Op {
     Reply { device: usize, pick: usize },
     /// An edit of one of the user's own messages the device knows.
     Edit { device: usize, pick: usize },
+    /// A forward of a message the device knows in the dialog with the other user, back to
+    /// her or to Saved Messages.
+    Forward {
+        device: usize,
+        pick: usize,
+        to_self: bool,
+    },
+    /// A delete of one to three messages the device knows in the dialog with the other user
+    /// or in Saved Messages; with `revoke` the other user's boxes of them go too.
+    Delete {
+        device: usize,
+        pick: usize,
+        saved: bool,
+        revoke: bool,
+    },
+    /// Clears the dialog with the other user, batch after batch, for both sides or for the
+    /// user alone.
+    Clear { device: usize, revoke: bool },
     /// Reads the dialog with the other user up to an incoming message the device knows, or
     /// all of it.
     Read { device: usize, pick: Option<usize> },
@@ -61,17 +83,32 @@ enum Op {
 fn draw(rng: &mut StdRng) -> Op {
     let device = rng.random_range(0..DEVICES);
     let pick = rng.random_range(0..1 << 16);
-    match rng.random_range(0..100) {
-        0..30 => Op::Send { device },
-        30..34 => Op::Note { device },
-        34..46 => Op::Reply { device, pick },
-        46..60 => Op::Edit { device, pick },
-        60..72 => Op::Read {
+    match rng.random_range(0..200) {
+        0..50 => Op::Send { device },
+        50..58 => Op::Note { device },
+        58..78 => Op::Reply { device, pick },
+        78..100 => Op::Edit { device, pick },
+        100..112 => Op::Forward {
+            device,
+            pick,
+            to_self: rng.random_bool(0.3),
+        },
+        112..128 => Op::Delete {
+            device,
+            pick,
+            saved: rng.random_bool(0.2),
+            revoke: rng.random_bool(0.5),
+        },
+        128..130 => Op::Clear {
+            device,
+            revoke: rng.random_bool(0.5),
+        },
+        130..150 => Op::Read {
             device,
             pick: rng.random_bool(0.5).then_some(pick),
         },
-        72..78 => Op::Received { device },
-        78..94 => Op::Toggle {
+        150..160 => Op::Received { device },
+        160..188 => Op::Toggle {
             device,
             by_difference: rng.random_bool(0.5),
         },
@@ -87,6 +124,8 @@ struct Local {
     pts: i32,
     /// Updates applied that did not continue the one before.
     breaks: u64,
+    /// Every id a delete update named: never to be found again.
+    deleted: BTreeSet<i64>,
 }
 
 impl Local {
@@ -96,6 +135,11 @@ impl Local {
             self.breaks += 1;
         }
         self.pts = update.pts;
+        if let Some(update::Kind::DeleteMessages(d)) =
+            update.update.as_ref().and_then(|u| u.kind.as_ref())
+        {
+            self.deleted.extend(&d.ids);
+        }
     }
 
     /// An update a catch-up applied.
@@ -111,6 +155,11 @@ impl Local {
         }
         self.mirror.follow(event);
     }
+}
+
+/// A refusal naming the message acted on.
+fn refuses_id(status: &tonic::Status) -> bool {
+    oxigram_errors::code_of(status).as_deref() == Some("MESSAGE_ID_INVALID")
 }
 
 fn lock(local: &Mutex<Local>) -> MutexGuard<'_, Local> {
@@ -246,6 +295,10 @@ struct Tally {
     notes: u32,
     replies: u32,
     edits: u32,
+    forwards: u32,
+    deletes: u32,
+    revokes: u32,
+    clears: u32,
     reads: u32,
     receipts: u32,
     cuts: u32,
@@ -254,6 +307,8 @@ struct Tally {
     offline_catch_ups: u32,
     /// Operations that found nothing to act on (an edit before the device knew a message).
     idle: u32,
+    /// Operations refused because the message they named was deleted meanwhile.
+    stale: u32,
 }
 
 struct Run {
@@ -271,13 +326,14 @@ impl Run {
         self.users[self.devices[device].user]
     }
 
+    /// Sends; false when the message replied to was deleted meanwhile (see [`Run::stale`]).
     async fn send(
         &mut self,
         device: usize,
         i: usize,
         peer: i64,
         reply_to: i64,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<bool> {
         let d = &self.devices[device];
         let answer = d
             .client
@@ -289,12 +345,35 @@ impl Run {
                 reply_to_msg_id: reply_to,
                 ..SendMessageRequest::default()
             })
-            .await
-            .with_context(|| format!("operation {i}: send"))?;
+            .await;
+        let answer = match answer {
+            Err(e)
+                if e.code() == "REPLY_MESSAGE_ID_INVALID"
+                    && self.stale(device, reply_to).await? =>
+            {
+                return Ok(false);
+            }
+            answer => answer.with_context(|| format!("operation {i}: send"))?,
+        };
         if let Some(online) = &d.online {
             online.sent.answer(answer);
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Whether the device acted on a message that is gone: another device of its user, or
+    /// the peer with a revoke, deleted it, and the device has not applied that delete yet.
+    /// Then a refusal naming the message is the right answer, as for any application that
+    /// shows a message a moment longer than it exists.
+    async fn stale(&self, device: usize, id: i64) -> anyhow::Result<bool> {
+        let found = self.devices[device]
+            .client
+            .messages()
+            .get_messages(GetMessagesRequest { ids: vec![id] })
+            .await?
+            .into_inner()
+            .messages;
+        Ok(found.is_empty())
     }
 
     /// Runs operation `i`: the one place each kind of operation acts.
@@ -316,8 +395,11 @@ impl Run {
                 } else {
                     known[pick % known.len()]
                 };
-                self.send(device, i, peer, reply_to).await?;
-                self.tally.replies += 1;
+                if self.send(device, i, peer, reply_to).await? {
+                    self.tally.replies += 1;
+                } else {
+                    self.tally.stale += 1;
+                }
             }
             Op::Edit { device, pick } => {
                 let peer = self.peer_of(device);
@@ -328,15 +410,111 @@ impl Run {
                     return Ok(());
                 }
                 let text = format!("edited by operation {i}");
-                let answer = d
-                    .client
-                    .edit(peer, own[pick % own.len()], &text)
-                    .await
-                    .with_context(|| format!("operation {i}: edit"))?;
+                let id = own[pick % own.len()];
+                let answer = match d.client.edit(peer, id, &text).await {
+                    Err(e) if refuses_id(&e) && self.stale(device, id).await? => {
+                        self.tally.stale += 1;
+                        return Ok(());
+                    }
+                    answer => answer.with_context(|| format!("operation {i}: edit"))?,
+                };
                 if let Some(online) = &d.online {
                     online.sent.answer_edit(answer);
                 }
                 self.tally.edits += 1;
+            }
+            Op::Forward {
+                device,
+                pick,
+                to_self,
+            } => {
+                let peer = self.peer_of(device);
+                let d = &self.devices[device];
+                let known = d.known(peer, |_| true);
+                if known.is_empty() {
+                    self.tally.idle += 1;
+                    return Ok(());
+                }
+                let to = if to_self { self.me_of(device) } else { peer };
+                let id = known[pick % known.len()];
+                let answers = d
+                    .client
+                    .forward(ForwardMessagesRequest {
+                        from_peer: Some(InputPeer::user(peer)),
+                        ids: vec![id],
+                        random_ids: vec![i as i64 + 1],
+                        to_peer: Some(InputPeer::user(to)),
+                        drop_author: pick % 4 == 0,
+                        ..ForwardMessagesRequest::default()
+                    })
+                    .await;
+                let answers = match answers {
+                    Err(e) if refuses_id(&e) && self.stale(device, id).await? => {
+                        self.tally.stale += 1;
+                        return Ok(());
+                    }
+                    answers => answers.with_context(|| format!("operation {i}: forward"))?,
+                };
+                if let Some(online) = &d.online {
+                    for answer in answers {
+                        online.sent.answer(answer);
+                    }
+                }
+                self.tally.forwards += 1;
+            }
+            Op::Delete {
+                device,
+                pick,
+                saved,
+                revoke,
+            } => {
+                let dialog = if saved {
+                    self.me_of(device)
+                } else {
+                    self.peer_of(device)
+                };
+                let d = &self.devices[device];
+                let known = d.known(dialog, |_| true);
+                if known.is_empty() {
+                    self.tally.idle += 1;
+                    return Ok(());
+                }
+                let ids: Vec<i64> = (0..=pick % 3)
+                    .map(|k| known[(pick + 7 * k) % known.len()])
+                    .collect();
+                let answer = d
+                    .client
+                    .delete(&ids, revoke)
+                    .await
+                    .with_context(|| format!("operation {i}: delete"))?;
+                if let Some(online) = &d.online {
+                    online.sent.answer_delete(&ids, answer);
+                }
+                self.tally.deletes += 1;
+                if revoke {
+                    self.tally.revokes += 1;
+                }
+            }
+            Op::Clear { device, revoke } => {
+                let peer = self.peer_of(device);
+                let d = &self.devices[device];
+                // The device's own updates of a clear reach it by getDifference, as a gap.
+                loop {
+                    let batch = d
+                        .client
+                        .delete_history(DeleteHistoryRequest {
+                            peer: Some(InputPeer::user(peer)),
+                            max_id: 0,
+                            just_clear: false,
+                            revoke,
+                        })
+                        .await
+                        .with_context(|| format!("operation {i}: clear"))?;
+                    if batch.offset == 0 {
+                        break;
+                    }
+                }
+                self.tally.clears += 1;
             }
             Op::Read { device, pick } => {
                 let peer = self.peer_of(device);
@@ -520,6 +698,68 @@ fn check_server(user: usize, server: &ServerView) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Nothing in `deleted` (ids the user's devices saw deleted) is found again: not by
+/// `GetMessages`, not in the server's history, and not by search, whose two queries (every
+/// text of the run holds one of them) find exactly the messages of the history: deletes and
+/// edits are searched as they are now.
+async fn deleted_stay_deleted(
+    client: &TestClient,
+    server: &ServerView,
+    deleted: &BTreeSet<i64>,
+) -> anyhow::Result<()> {
+    let ids: Vec<i64> = deleted.iter().copied().collect();
+    for chunk in ids.chunks(200) {
+        let found = client
+            .messages()
+            .get_messages(GetMessagesRequest {
+                ids: chunk.to_vec(),
+            })
+            .await?
+            .into_inner()
+            .messages;
+        anyhow::ensure!(
+            found.is_empty(),
+            "GetMessages found deleted messages: {:?}",
+            found.iter().map(|m| m.id).collect::<Vec<_>>()
+        );
+    }
+    let history: BTreeSet<i64> = server.histories.values().flatten().map(|m| m.id).collect();
+    anyhow::ensure!(
+        history.is_disjoint(deleted),
+        "history holds deleted messages {:?}",
+        history.intersection(deleted).collect::<Vec<_>>()
+    );
+    let mut found = BTreeSet::new();
+    for q in ["from device", "edited by"] {
+        let mut offset_id = 0;
+        loop {
+            let page = client
+                .messages()
+                .search(SearchRequest {
+                    q: q.into(),
+                    offset_id,
+                    limit: 100,
+                    ..SearchRequest::default()
+                })
+                .await?
+                .into_inner();
+            found.extend(page.messages.iter().map(|m| m.id));
+            if page.next_offset_id == 0 {
+                break;
+            }
+            offset_id = page.next_offset_id;
+        }
+    }
+    anyhow::ensure!(
+        found == history,
+        "search found {} messages, history holds {}; deleted among them: {:?}",
+        found.len(),
+        history.len(),
+        found.intersection(deleted).collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
@@ -555,6 +795,10 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
     anyhow::ensure!(
         t.sent > 50
             && t.edits > 20
+            && t.forwards > 5
+            && t.deletes > 10
+            && t.revokes > 3
+            && t.clears > 0
             && t.replies > 10
             && t.reads > 10
             && t.receipts > 5
@@ -587,7 +831,7 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    let mut messages = 0;
+    let (mut messages, mut deletions) = (0, 0);
     for user in 0..2 {
         let server = server_view(&run.devices[user * DEVICES_PER_USER].client).await?;
         check_server(user, &server)?;
@@ -597,28 +841,45 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
         let reloaded = Local {
             mirror: loaded,
             pts: server.pts,
-            breaks: 0,
+            ..Local::default()
         };
         if let Some(why) = mismatch(user * DEVICES_PER_USER, &reloaded, &server) {
             anyhow::bail!("a loaded copy differs: {why}");
         }
         messages += server.histories.values().map(Vec::len).sum::<usize>();
+        let deleted: BTreeSet<i64> = run
+            .devices
+            .iter()
+            .filter(|d| d.user == user)
+            .flat_map(|d| lock(&d.local).deleted.clone())
+            .collect();
+        deleted_stay_deleted(
+            &run.devices[user * DEVICES_PER_USER].client,
+            &server,
+            &deleted,
+        )
+        .await
+        .with_context(|| format!("user {user}"))?;
+        deletions += deleted.len();
     }
     for (i, d) in run.devices.iter_mut().enumerate() {
         d.go_offline().await?;
         let local = lock(&d.local);
         assert_eq!(local.breaks, 0, "device {i} applied its log with holes");
         assert_eq!(d.discontinuities, 0, "device {i} met holes in the log");
+        let stats = local.mirror.stats();
         assert_eq!(
-            local.mirror.stats(),
-            MirrorStats::default(),
-            "device {i} met a message twice or an edit of one it never had"
+            (stats.duplicates, stats.unknown_edits, stats.empty),
+            (0, 0, 0),
+            "device {i} met a message twice or an edit of one it never had: {stats:?}"
         );
         assert_eq!(
             local.pts, d.saved.pts,
             "device {i} saved the pts it applied"
         );
     }
-    eprintln!("convergence: {messages} messages in both accounts, every device equal");
+    eprintln!(
+        "convergence: {messages} messages and {deletions} deleted in both accounts, every device equal"
+    );
     Ok(())
 }
