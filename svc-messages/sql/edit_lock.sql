@@ -4,6 +4,7 @@
 SELECT b.peer_user_id,
        b.body_id,
        m.sender_id,
+       m.fwd_from_user_id,
        m.text,
        m.entities,
        m.edit_version,

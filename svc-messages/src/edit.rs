@@ -59,6 +59,8 @@ struct Locked {
     peer_user_id: i64,
     body_id: i64,
     sender_id: i64,
+    /// Not 0 for a forward: its text is its original author's.
+    fwd_from_user_id: i64,
     text: String,
     /// Stored (see [`entities::encode`]).
     entities: Vec<u8>,
@@ -78,7 +80,8 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     let Some(locked) = locked.filter(|l| l.peer_user_id == edit.peer_id) else {
         return Ok(EditOutcome::IdInvalid);
     };
-    if locked.sender_id != edit.owner_id {
+    // A forward's text is its original author's, not the forwarder's to change.
+    if locked.sender_id != edit.owner_id || locked.fwd_from_user_id != 0 {
         return Ok(EditOutcome::AuthorRequired);
     }
     // Entities come in their one order (`entities::checked`), so equal lists encode alike.

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use oxigram_proto::{
-    api::v1::BlockRequest,
-    types::v1::{Message, PtsUpdate, update},
+    api::v1::{BlockRequest, ForwardMessagesRequest},
+    types::v1::{InputPeer, Message, PtsUpdate, update},
 };
 use oxigram_tests::{
     Mode, System, TestClient,
@@ -184,11 +184,22 @@ async fn refused_edits_have_their_codes_and_log_nothing() -> anyhow::Result<()> 
     // Box 1 on both sides is Alice's message, box 2 Bob's answer.
     alice.send(bob_id, 1, "hi").await?;
     bob.send(alice_id, 1, "hey").await?;
+    // Box 3 on both sides: Alice's forward of Bob's answer, which she did not write.
+    alice
+        .forward(ForwardMessagesRequest {
+            from_peer: Some(InputPeer::user(bob_id)),
+            ids: vec![2],
+            random_ids: vec![2],
+            to_peer: Some(InputPeer::user(bob_id)),
+            ..Default::default()
+        })
+        .await?;
     let (alice_pts, bob_pts) = (pts_of(&alice).await?, pts_of(&bob).await?);
 
     let long = "x".repeat(4097);
-    let table: [(EditCase, &str); 8] = [
+    let table: [(EditCase, &str); 9] = [
         ((&alice, bob_id, 2, "not mine"), "MESSAGE_AUTHOR_REQUIRED"),
+        ((&alice, bob_id, 3, "a forward"), "MESSAGE_AUTHOR_REQUIRED"),
         ((&bob, alice_id, 1, "not mine"), "MESSAGE_AUTHOR_REQUIRED"),
         ((&alice, bob_id, 1, "hi"), "MESSAGE_NOT_MODIFIED"),
         ((&alice, bob_id, 1, "   "), "MESSAGE_EMPTY"),
@@ -228,7 +239,8 @@ async fn refused_edits_have_their_codes_and_log_nothing() -> anyhow::Result<()> 
             .into_iter()
             .map(|m| (m.text, m.edit_date))
             .collect();
-        assert_eq!(texts, [("hey".to_owned(), 0), ("hi".to_owned(), 0)]);
+        let unchanged = [("hey", 0), ("hey", 0), ("hi", 0)].map(|(t, d)| (t.to_owned(), d));
+        assert_eq!(texts, unchanged);
     }
     Ok(())
 }
