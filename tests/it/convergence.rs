@@ -48,7 +48,7 @@ enum Op {
     Note { device: usize },
     /// A reply to a message the device knows in the dialog with the other user.
     Reply { device: usize, pick: usize },
-    /// An edit of one of the user's own messages the device knows.
+    /// An edit of one of the user's own messages the device knows (not a forward).
     Edit { device: usize, pick: usize },
     /// A forward of a message the device knows in the dialog with the other user, back to
     /// her or to Saved Messages.
@@ -404,7 +404,8 @@ impl Run {
             Op::Edit { device, pick } => {
                 let peer = self.peer_of(device);
                 let d = &self.devices[device];
-                let own = d.known(peer, |m| m.out);
+                // A forward is not its forwarder's to edit.
+                let own = d.known(peer, |m| m.out && m.fwd_from.is_none());
                 if own.is_empty() {
                     self.tally.idle += 1;
                     return Ok(());
