@@ -199,7 +199,15 @@ impl System {
             Mode::OneProcess => {
                 let token = CancellationToken::new();
                 let (config, stop) = (self.config.clone(), token.clone());
-                let task = tokio::spawn(async move { oxigram::run(config, &[target], stop).await });
+                let task = tokio::spawn(async move {
+                    let outcome = oxigram::run(config, &[target], stop).await;
+                    // In one process a service's error has no log file: say it where the
+                    // test's output shows it.
+                    if let Err(e) = &outcome {
+                        eprintln!("service {} failed: {e:#}", target.name());
+                    }
+                    outcome
+                });
                 Running::Task(token, task)
             }
             Mode::Processes => {
