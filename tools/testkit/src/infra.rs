@@ -1,7 +1,12 @@
 //! The Postgres and Redis a test runs against: servers named by the environment, the shared
 //! local ones under `$TMPDIR`, containers of the test's own, or private servers it may crash.
 
-use std::{net::TcpListener, path::PathBuf, sync::Arc};
+use std::{
+    fs::File,
+    net::TcpListener,
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use anyhow::Context;
 use sqlx::{Connection, PgConnection};
@@ -186,12 +191,33 @@ pub async fn fresh_database(infra: &Infra) -> anyhow::Result<String> {
     Ok(format!("{base}/{name}"))
 }
 
+/// The ports this process claimed, each by a lock on its file under `$TMPDIR/oxigram-ports`:
+/// held until the process exits (nextest runs one test per process), when the kernel releases
+/// them, a crash included.
+static PORT_CLAIMS: Mutex<Vec<File>> = Mutex::new(Vec::new());
+
 /// A free port below the kernel's ephemeral range, where Docker's port mappings and outgoing
 /// connections of concurrent tests take theirs, so a port picked now is still free at bind.
+/// Concurrent tests pick from the same range and bind a while after picking: each port is
+/// claimed for this process (see [`PORT_CLAIMS`]), so no other test picks it meanwhile.
 pub fn free_port() -> anyhow::Result<u16> {
+    let dir = std::env::temp_dir().join("oxigram-ports");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for _ in 0..200 {
         let port = rand::random_range(20_000..32_000);
+        let claim = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(port.to_string()))?;
+        if claim.try_lock().is_err() {
+            continue;
+        }
         if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            PORT_CLAIMS
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(claim);
             return Ok(port);
         }
     }
