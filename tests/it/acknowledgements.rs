@@ -386,13 +386,19 @@ async fn reads_racing_sends_agree_with_the_log() -> anyhow::Result<()> {
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
     alice.send(bob_id, 1, "first").await?;
     let sent = std::sync::atomic::AtomicBool::new(false);
+    let reads_done = std::sync::atomic::AtomicUsize::new(0);
     let sending = async {
-        // Four streams of sends, so messages keep arriving while each read is under way.
+        // Four streams of sends, so messages keep arriving while each read is under way: each
+        // sends 50 and goes on (up to 900) until Bob has read a few times, however slow the
+        // reads are on a loaded machine.
         let streams = (0..4i64).map(|s| {
-            let alice = &alice;
+            let (alice, reads_done) = (&alice, &reads_done);
             async move {
-                for i in 0..50 {
-                    alice.send(bob_id, 10 + s * 100 + i, "racing").await?;
+                for i in 0..900 {
+                    if i >= 50 && reads_done.load(std::sync::atomic::Ordering::Relaxed) >= 8 {
+                        break;
+                    }
+                    alice.send(bob_id, 10 + s * 1000 + i, "racing").await?;
                 }
                 anyhow::Ok(())
             }
@@ -409,6 +415,7 @@ async fn reads_racing_sends_agree_with_the_log() -> anyhow::Result<()> {
                     max_id: 0,
                 })
                 .await?;
+            reads_done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         anyhow::Ok(())
     };
