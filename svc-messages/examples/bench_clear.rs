@@ -6,6 +6,10 @@
 //! `OXIGRAM_TEST_INFRA=local cargo run --release -p svc-messages --example bench_clear -- \
 //!     [--messages 50000] [--senders 4] [--baseline-secs 10]`
 
+mod common;
+
+use common::{flag, percentile};
+
 use std::{
     sync::{
         Arc,
@@ -14,10 +18,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{InputPeer, SendMessageRequest};
-use oxigram_testkit::store::{Migrated, migrated};
+use oxigram_testkit::store::Migrated;
 use sqlx::PgPool;
 use svc_messages::{
     delete::{self, Delete, DeleteOutcome, Targets},
@@ -29,19 +32,6 @@ const OWNER: i64 = 1;
 const PEER: i64 = 2;
 /// The senders are users 1001, 1002, …; each sends to the next one.
 const FIRST_SENDER: i64 = 1001;
-
-fn flag(name: &str, default: usize) -> anyhow::Result<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == name) {
-        Some(i) => Ok(args.get(i + 1).context("a value")?.parse()?),
-        None => Ok(default),
-    }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
 
 fn message(sender: i64, peer: i64, random_id: i64, text: String) -> NewMessage {
     NewMessage {
@@ -62,23 +52,7 @@ fn message(sender: i64, peer: i64, random_id: i64, text: String) -> NewMessage {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let db = migrated(
-        svc_messages::SCHEMA,
-        &[&svc_messages::MIGRATOR, &oxigram_outbox::MIGRATOR],
-    )
-    .await?;
-    let measured = measure(&db).await;
-    // Give the database's space back, whether or not the run went through.
-    let (server, name) = db.url.rsplit_once('/').context("database url")?;
-    db.pool.close().await;
-    let name = name.split('?').next().unwrap_or(name).to_owned();
-    let admin = PgPool::connect(&format!("{server}/postgres")).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE \"{name}\" WITH (FORCE)"
-    )))
-    .execute(&admin)
-    .await?;
-    measured
+    common::on_fresh_database(|db| async move { measure(&db).await }).await
 }
 
 /// Senders, each sending one message per transaction to the next sender until `stop`;

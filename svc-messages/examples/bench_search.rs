@@ -5,10 +5,13 @@
 //! `OXIGRAM_TEST_INFRA=local cargo run -p svc-messages --example bench_search -- \
 //!     [--messages 200000] [--others 200000] [--queries 300]`
 
+mod common;
+
+use common::{flag, percentile};
+
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use oxigram_testkit::store::{Migrated, migrated};
+use oxigram_testkit::store::Migrated;
 use svc_messages::store::{self, SearchQuery};
 
 const OWNER: i64 = 1;
@@ -42,14 +45,6 @@ fn vocabulary() -> Vec<String> {
     words
 }
 
-fn flag(name: &str, default: usize) -> anyhow::Result<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == name) {
-        Some(i) => Ok(args.get(i + 1).context("a value")?.parse()?),
-        None => Ok(default),
-    }
-}
-
 fn plan_text(plan: &[String]) -> String {
     plan.first().cloned().unwrap_or_default()
 }
@@ -60,30 +55,9 @@ fn plan_rows(top: &str) -> Option<i64> {
     rows.split(' ').next()?.parse().ok()
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
-    let db = migrated(
-        svc_messages::SCHEMA,
-        &[&svc_messages::MIGRATOR, &oxigram_outbox::MIGRATOR],
-    )
-    .await?;
-    let measured = measure(&db).await;
-    // The database is large: give its space back, whether or not the run went through.
-    let (server, name) = db.url.rsplit_once('/').context("database url")?;
-    db.pool.close().await;
-    let name = name.split('?').next().unwrap_or(name).to_owned();
-    let admin = sqlx::PgPool::connect(&format!("{server}/postgres")).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE \"{name}\" WITH (FORCE)"
-    )))
-    .execute(&admin)
-    .await?;
-    measured
+    common::on_fresh_database(|db| async move { measure(&db).await }).await
 }
 
 /// Fills the database, runs the queries and prints their figures and plans.
