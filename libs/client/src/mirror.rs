@@ -7,7 +7,8 @@
 //! ([`Mirror::apply`]). A difference's new messages arrive in their current state (the
 //! sequencer puts them into their updates), so the copy converges whatever the path. When the
 //! log no longer holds what the device missed (`too_long`), the copy is marked stale and
-//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`.
+//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`. It also keeps the
+//! account's own profile, privacy rules and contacts as their updates describe them.
 //!
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
@@ -16,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
     api::v1::{GetDialogsRequest, GetHistoryRequest},
-    types::v1::{Dialog, InputPeer, Message, Peer, PtsUpdate, update},
+    types::v1::{Dialog, InputPeer, Message, Peer, PrivacyRule, PtsUpdate, User, update},
 };
 
 use crate::{Client, Error, Event};
@@ -106,6 +107,12 @@ pub struct Mirror {
     deleted_unseen: HashSet<i64>,
     stale: bool,
     stats: MirrorStats,
+    /// The account's own profile, as its last profile update gave it.
+    profile: Option<User>,
+    /// The account's privacy rules by key, as their updates gave them.
+    privacy: BTreeMap<i32, PrivacyRule>,
+    /// The account's contacts and her names for them, by user id.
+    contacts: BTreeMap<i64, (String, String)>,
 }
 
 impl Mirror {
@@ -156,7 +163,36 @@ impl Mirror {
                 d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
             }
             update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
+            update::Kind::Profile(profile) => self.profile = profile.user.clone(),
+            update::Kind::Privacy(privacy) => {
+                if let Some(rule) = &privacy.rule {
+                    self.privacy.insert(rule.key, rule.clone());
+                }
+            }
+            update::Kind::Contact(contact) => {
+                if contact.deleted {
+                    self.contacts.remove(&contact.user_id);
+                } else {
+                    let names = (contact.first_name.clone(), contact.last_name.clone());
+                    self.contacts.insert(contact.user_id, names);
+                }
+            }
         }
+    }
+
+    /// The account's own profile as the updates applied gave it (`None` before any).
+    pub fn profile(&self) -> Option<&User> {
+        self.profile.as_ref()
+    }
+
+    /// The account's privacy rules the updates applied set, by key.
+    pub fn privacy(&self) -> &BTreeMap<i32, PrivacyRule> {
+        &self.privacy
+    }
+
+    /// The account's contacts and her (first, last) names for them, by user id.
+    pub fn contacts(&self) -> &BTreeMap<i64, (String, String)> {
+        &self.contacts
     }
 
     /// A new message (one of ours too): the dialog appears if it was not there, the message
