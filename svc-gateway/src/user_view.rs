@@ -13,7 +13,7 @@ use tonic::Status;
 use crate::{
     Gateway,
     people::{self, FoundProfile, Rules},
-    privacy::{Key, Relation},
+    privacy::{Key, Relation, Rule, sees_exact_last_seen},
 };
 
 /// The keys the view reads.
@@ -102,6 +102,60 @@ impl Gateway {
     /// The user with this id as `viewer` sees her, if she exists.
     pub async fn user_for(&self, viewer: i64, id: i64) -> Result<Option<User>, Status> {
         Ok(self.users_for(viewer, &[id]).await?.pop())
+    }
+
+    /// Which of `owners` show `viewer` their exact last-seen time (each owner's LAST_SEEN
+    /// rule, whether she keeps the viewer as a contact, whether she blocked her); the others
+    /// show only an approximate one. The viewer always sees her own.
+    pub async fn exact_last_seen_of(
+        &self,
+        viewer: i64,
+        owners: &[i64],
+    ) -> Result<HashSet<i64>, Status> {
+        self.decided_by(viewer, owners, Key::LastSeen, sees_exact_last_seen)
+            .await
+    }
+
+    /// Which of `owners` let `viewer` find them by phone (ResolvePhone, ImportContacts).
+    pub async fn findable_by_phone(
+        &self,
+        viewer: i64,
+        owners: &[i64],
+    ) -> Result<HashSet<i64>, Status> {
+        self.decided_by(viewer, owners, Key::FindByPhone, Rule::allows)
+            .await
+    }
+
+    /// The `owners` for whom `decide`, given each one's `key` rule and how `viewer` stands
+    /// to her, says yes.
+    async fn decided_by(
+        &self,
+        viewer: i64,
+        owners: &[i64],
+        key: Key,
+        decide: fn(&Rule, &Relation) -> bool,
+    ) -> Result<HashSet<i64>, Status> {
+        let rules = people::privacy_rules(&self.pool, owners, &[key])
+            .await
+            .map_err(Error::from)?;
+        let keep_viewer = people::kept_by(&self.pool, viewer, owners)
+            .await
+            .map_err(Error::from)?;
+        let others: Vec<i64> = owners.iter().copied().filter(|&o| o != viewer).collect();
+        let blocked_by = self.blocked_by(viewer, &others).await?;
+        Ok(owners
+            .iter()
+            .copied()
+            .filter(|&owner| {
+                let relation = Relation {
+                    viewer_id: viewer,
+                    owner_id: owner,
+                    in_owner_contacts: keep_viewer.contains(&owner),
+                    blocked_by_owner: blocked_by.contains(&owner),
+                };
+                decide(&rules.of(owner, key), &relation)
+            })
+            .collect())
     }
 
     /// Which of `owners` blocked `viewer` (svc-messages keeps the blocks).

@@ -22,7 +22,7 @@ use crate::{
     accounts::{self, Profile},
     auth::SignedIn,
     people,
-    privacy::{Key, Relation, Rule},
+    privacy::{Key, Rule},
     profile,
 };
 
@@ -303,33 +303,5 @@ impl Users for UsersApi {
             pts: logged.pts,
             pts_count: logged.pts_count,
         }))
-    }
-}
-
-impl Gateway {
-    /// Which of `owners` let `viewer` find them by phone (their FIND_BY_PHONE rules, whether
-    /// they keep her as a contact, whether they blocked her).
-    pub async fn findable_by_phone(&self, viewer: i64, owners: &[i64]) -> Result<Vec<i64>, Status> {
-        let rules = people::privacy_rules(&self.pool, owners, &[Key::FindByPhone])
-            .await
-            .map_err(Error::from)?;
-        let keep_viewer = people::kept_by(&self.pool, viewer, owners)
-            .await
-            .map_err(Error::from)?;
-        let others: Vec<i64> = owners.iter().copied().filter(|&o| o != viewer).collect();
-        let blocked_by = self.blocked_by(viewer, &others).await?;
-        Ok(owners
-            .iter()
-            .copied()
-            .filter(|&owner| {
-                let relation = Relation {
-                    viewer_id: viewer,
-                    owner_id: owner,
-                    in_owner_contacts: keep_viewer.contains(&owner),
-                    blocked_by_owner: blocked_by.contains(&owner),
-                };
-                rules.of(owner, Key::FindByPhone).allows(&relation)
-            })
-            .collect())
     }
 }
