@@ -56,8 +56,27 @@ async fn set_photo(device: &TestClient) -> anyhow::Result<i64> {
 
 /// Every call of the client API that returns users, made by `viewer`, and how each shows
 /// `owner_id`: (call, the user as it came). `owner` sent the viewer one message ("hello
-/// viewer"), so history, messages, search, dialogs and the difference all name her.
+/// viewer"), so history, messages, search, dialogs and the difference all name her; a
+/// viewer who keeps her as a contact (under her own name) also finds her in her contacts.
 async fn every_view(
+    viewer: &TestClient,
+    owner_id: i64,
+    owner_phone: &str,
+    owner_username: &str,
+) -> anyhow::Result<Vec<(&'static str, Result<User, String>)>> {
+    let mut views = views_of_messages(viewer, owner_id, owner_phone, owner_username).await?;
+    let contacts = viewer.get_contacts(GetContactsRequest::default()).await?;
+    if contacts.count > 0 {
+        let pick = contacts.users.iter().find(|u| u.id == owner_id).cloned();
+        views.push(("GetContacts", pick.ok_or_else(|| "not a contact".into())));
+        let again = viewer.import_contacts(&[(owner_phone, "Olga", "")]).await?;
+        let pick = again.users.iter().find(|u| u.id == owner_id).cloned();
+        views.push(("ImportContacts", pick.ok_or_else(|| "not found".into())));
+    }
+    Ok(views)
+}
+
+async fn views_of_messages(
     viewer: &TestClient,
     owner_id: i64,
     owner_phone: &str,
@@ -106,20 +125,22 @@ async fn every_view(
 }
 
 /// The privacy matrix: for the phone-number and profile-photo rules, each value with an
-/// exception, what a contact (the owner keeps him), a non-contact, a blocked user and the
-/// exception see of the owner in every call that returns users. The last-seen rule is
+/// exception, what a contact (the owner keeps him), a non-contact, a blocked user, the
+/// exception, and a user who keeps the owner as her contact (one way: she gave the phone, so
+/// she sees it) see of the owner in every call that returns users. The last-seen rule is
 /// stored and read back; whether its viewer sees the exact time is
 /// `svc_gateway::privacy::sees_exact_last_seen`, tested with the rules.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_privacy_matrix() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
-    let [olga, carl, sam, ben, eve] = system
+    let [olga, carl, sam, ben, eve, cora] = system
         .users([
             ("15557100", "Olga"),
             ("15557101", "Carl"),
             ("15557102", "Sam"),
             ("15557103", "Ben"),
             ("15557104", "Eve"),
+            ("15557105", "Cora"),
         ])
         .await?;
     let olga_id = olga.user_id()?;
@@ -133,7 +154,8 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             user_id: ben.user_id()?,
         })
         .await?;
-    for (i, viewer) in [&carl, &sam, &ben, &eve].into_iter().enumerate() {
+    cora.import_contacts(&[("15557100", "Olga", "")]).await?;
+    for (i, viewer) in [&carl, &sam, &ben, &eve, &cora].into_iter().enumerate() {
         olga.send(viewer.user_id()?, 1 + i as i64, "hello viewer")
             .await?;
     }
@@ -165,8 +187,10 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             let set = olga.set_privacy(rule.clone()).await?;
             assert_eq!(set.rule.as_ref(), Some(&rule));
             assert_eq!(olga.get_privacy(key).await?, rule);
-            for ((relation, viewer), sees) in viewers.iter().zip(sees) {
+            for ((relation, viewer), sees) in viewers.iter().zip(sees.iter().copied()) {
                 let views = every_view(viewer, olga_id, "15557100", "olga_k").await?;
+                let expected_calls = if *relation == "keeps her" { 9 } else { 7 };
+                assert_eq!(views.len(), expected_calls, "{relation}");
                 for (call, seen) in views {
                     let what = format!("key {key} value {value}, {relation} in {call}");
                     // A blocked viewer does not find her by phone (nor by any rule).
@@ -181,10 +205,10 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
                         "{what}"
                     );
                     if key == PHONE {
-                        let phone = if *sees { "15557100" } else { "" };
+                        let phone = if sees { "15557100" } else { "" };
                         assert_eq!(seen.phone, phone, "{what}");
                     } else {
-                        let photo_id = if *sees { photo } else { 0 };
+                        let photo_id = if sees { photo } else { 0 };
                         assert_eq!(seen.photo_id, photo_id, "{what}");
                     }
                 }
