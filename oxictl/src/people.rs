@@ -213,3 +213,73 @@ pub async fn privacy(path: &std::path::Path, command: PrivacyCommand) -> anyhow:
 pub async fn resolve_username(c: &Client, username: &str) -> anyhow::Result<i64> {
     Ok(c.resolve_username(username).await?.id)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::{Cli, Command};
+
+    #[test]
+    fn a_user_shows_what_the_server_let_the_device_see() {
+        let mut u = User {
+            id: 7,
+            first_name: "Olga".into(),
+            ..Default::default()
+        };
+        assert_eq!(show_user(&u), "user 7 (Olga)");
+        u.last_name = "K".into();
+        u.username = "olga_k".into();
+        u.phone = "15550001".into();
+        u.photo_id = 3;
+        u.contact = true;
+        u.mutual_contact = true;
+        u.about = "maps".into();
+        assert_eq!(
+            show_user(&u),
+            "user 7 (Olga K) @olga_k +15550001 photo 3 [mutual contact]: \"maps\""
+        );
+    }
+
+    #[test]
+    fn a_rule_shows_its_key_value_and_exceptions() {
+        let rule = PrivacyRule {
+            key: privacy_rule::Key::LastSeen as i32,
+            value: privacy_rule::Value::Contacts as i32,
+            allow_user_ids: vec![4],
+            deny_user_ids: vec![],
+        };
+        assert_eq!(show_rule(&rule), "last_seen: contacts, allow [4], deny []");
+    }
+
+    #[test]
+    fn the_people_commands_parse() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args).map(|c| c.command);
+        assert!(matches!(
+            parse(&[
+                "oxictl", "contacts", "import", "--phone", "+1555", "--first", "A"
+            ]),
+            Ok(Command::Contacts(ContactsCommand::Import { .. }))
+        ));
+        assert!(matches!(
+            parse(&["oxictl", "contacts", "delete", "--ids", "3,4"]),
+            Ok(Command::Contacts(ContactsCommand::Delete { ids })) if ids == [3, 4]
+        ));
+        assert!(matches!(
+            parse(&["oxictl", "username", "set", "olga_k"]),
+            Ok(Command::Username(UsernameCommand::Set { .. }))
+        ));
+        assert!(matches!(
+            parse(&[
+                "oxictl", "privacy", "set", "phone", "nobody", "--allow", "5"
+            ]),
+            Ok(Command::Privacy(PrivacyCommand::Set {
+                key: PrivacyKey::Phone,
+                value: PrivacyValue::Nobody,
+                ..
+            }))
+        ));
+        assert!(parse(&["oxictl", "privacy", "set", "phone", "friends"]).is_err());
+    }
+}
