@@ -761,3 +761,212 @@ async fn changes_reach_her_other_devices() -> anyhow::Result<()> {
     assert_eq!(phone.get_state().await?.pts, named.pts + 3);
     Ok(())
 }
+
+/// Follows `stream` into `mirror` until it has applied `pts` (a too-long gap reloads the
+/// copy from the server, as an application does); how many times it reloaded.
+async fn follow_to(
+    stream: &mut oxigram_client::UpdateStream,
+    mirror: &mut oxigram_client::Mirror,
+    client: &oxigram_client::Client,
+    pts: i32,
+) -> anyhow::Result<u32> {
+    let mut reloads = 0;
+    use oxigram_client::Event;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while stream.state().pts < pts {
+        let event = tokio::time::timeout_at(deadline, stream.next()).await?;
+        match event {
+            Event::Update(applied) => mirror.apply(&applied.update),
+            Event::TooLong { .. } => {
+                mirror.reload(client).await?;
+                reloads += 1;
+            }
+            Event::Gap { .. } | Event::Resumed { .. } | Event::Failed { .. } => {}
+        }
+    }
+    Ok(reloads)
+}
+
+/// What a copy holds of the account's people settings.
+fn people_of(mirror: &oxigram_client::Mirror) -> (Option<User>, String, String) {
+    (
+        mirror.profile().cloned(),
+        format!("{:?}", mirror.privacy()),
+        format!("{:?}", mirror.contacts()),
+    )
+}
+
+/// Three devices of one user converge on her profile, privacy rules and contacts through the
+/// client library: one makes the changes; one follows its live stream, cut and reopened from
+/// its saved state every few changes (once so far behind that the log no longer holds what it
+/// missed: `too_long`, and it reloads); one was offline throughout and catches up at the end.
+/// Every copy then equals a fresh load from the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Result<()> {
+    use oxigram_client::{Mirror, StreamOptions, UpdateStream};
+
+    let (mut config, dir) = System::config().await?;
+    config.updates.retain_per_user = 6;
+    let system = System::start_with(config, dir, Mode::OneProcess).await?;
+    let ([maker, follower, sleeper], _) = system.user_on_devices::<3>("15557900", "Olga").await?;
+    let others = system
+        .users([
+            ("15557901", "Carl"),
+            ("15557902", "Sam"),
+            ("15557903", "Eve"),
+        ])
+        .await?;
+    let ids: Vec<i64> = others
+        .iter()
+        .map(|o| o.user_id())
+        .collect::<Result<_, _>>()?;
+    let options = StreamOptions {
+        gap_wait: std::time::Duration::ZERO,
+        ..StreamOptions::default()
+    };
+    let follower_client: oxigram_client::Client = (*follower).clone();
+    let mut follower_mirror = Mirror::new();
+    let mut stream = UpdateStream::open(
+        follower_client.clone(),
+        follower.get_state().await?.into(),
+        options.clone(),
+    )
+    .await?;
+    let rule = |key, value, allow: Vec<i64>| PrivacyRule {
+        key,
+        value,
+        allow_user_ids: allow,
+        deny_user_ids: vec![],
+    };
+    // Each change, and the pts it moved the maker's log to.
+    let mut last_pts = 0;
+    let mut reloads = 0;
+    for step in 0..16 {
+        let pts = match step {
+            0 => maker.update_username("olga_c").await?.pts,
+            1 => {
+                let names = UpdateProfileRequest {
+                    last_name: Some("Cole".into()),
+                    about: Some("hello".into()),
+                    ..Default::default()
+                };
+                maker.update_profile(names).await?.pts
+            }
+            2 => {
+                maker
+                    .set_privacy(rule(PHONE, NOBODY, vec![ids[0]]))
+                    .await?
+                    .pts
+            }
+            3 => {
+                maker
+                    .set_privacy(rule(LAST_SEEN, CONTACTS, vec![]))
+                    .await?
+                    .pts
+            }
+            4 => {
+                maker
+                    .set_privacy(rule(PHOTO, CONTACTS, vec![ids[2]]))
+                    .await?
+                    .pts
+            }
+            5 => {
+                maker
+                    .set_privacy(rule(FIND_BY_PHONE, EVERYBODY, vec![]))
+                    .await?
+                    .pts
+            }
+            6 => {
+                maker
+                    .import_contacts(&[
+                        ("15557901", "Carl", ""),
+                        ("15557902", "Sam", "S"),
+                        ("15557903", "Eve", ""),
+                    ])
+                    .await?
+                    .pts
+            }
+            7 => {
+                maker
+                    .import_contacts(&[("15557902", "Samuel", "")])
+                    .await?
+                    .pts
+            }
+            8 => maker.delete_contacts(&[ids[2]]).await?.pts,
+            9 => maker.update_username("olga_cole").await?.pts,
+            10 => maker.set_privacy(rule(PHONE, CONTACTS, vec![])).await?.pts,
+            11 => {
+                let about = UpdateProfileRequest {
+                    about: Some("back soon".into()),
+                    ..Default::default()
+                };
+                maker.update_profile(about).await?.pts
+            }
+            12 => {
+                maker
+                    .import_contacts(&[("15557903", "Evie", "")])
+                    .await?
+                    .pts
+            }
+            13 => {
+                maker
+                    .set_privacy(rule(LAST_SEEN, NOBODY, vec![ids[1]]))
+                    .await?
+                    .pts
+            }
+            14 => maker.delete_contacts(&[ids[0]]).await?.pts,
+            _ => maker.update_username("olga_final").await?.pts,
+        };
+        anyhow::ensure!(pts > last_pts, "step {step}: pts {pts} after {last_pts}");
+        last_pts = pts;
+        match step {
+            // Cut: the stream is dropped and reopened from the state the copy reached.
+            3 | 9 => {
+                let state = stream.state();
+                drop(stream);
+                stream =
+                    UpdateStream::open(follower_client.clone(), state, options.clone()).await?;
+            }
+            // Cut and stay away while the maker goes on, beyond what the log retains.
+            5 => {
+                let state = stream.state();
+                drop(stream);
+                for extra in 0..8 {
+                    let names = UpdateProfileRequest {
+                        first_name: Some(format!("Olga{extra}")),
+                        ..Default::default()
+                    };
+                    last_pts = maker.update_profile(names).await?.pts;
+                }
+                stream =
+                    UpdateStream::open(follower_client.clone(), state, options.clone()).await?;
+            }
+            _ => {}
+        }
+        follow_to(
+            &mut stream,
+            &mut follower_mirror,
+            &follower_client,
+            last_pts,
+        )
+        .await?;
+    }
+    // The sleeper comes online long after: its whole log is no longer retained.
+    let sleeper_client: oxigram_client::Client = (*sleeper).clone();
+    let mut sleeper_mirror = Mirror::new();
+    let old = sleeper.difference(0).await?;
+    assert!(old.too_long, "the log retains only the last updates");
+    sleeper_mirror.reload(&sleeper_client).await?;
+    let truth = Mirror::load(&maker).await?;
+    assert_eq!(
+        truth
+            .profile()
+            .map(|u| (u.username.as_str(), u.about.as_str())),
+        Some(("olga_final", "back soon"))
+    );
+    assert_eq!(truth.contacts().len(), 2);
+    for (device, mirror) in [("follower", &follower_mirror), ("sleeper", &sleeper_mirror)] {
+        assert_eq!(people_of(mirror), people_of(&truth), "{device}");
+    }
+    Ok(())
+}

@@ -16,8 +16,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
-    api::v1::{GetDialogsRequest, GetHistoryRequest},
-    types::v1::{Dialog, InputPeer, Message, Peer, PrivacyRule, PtsUpdate, User, update},
+    api::v1::{GetContactsRequest, GetDialogsRequest, GetHistoryRequest},
+    types::v1::{
+        Dialog, InputPeer, Message, Peer, PrivacyRule, PtsUpdate, User, privacy_rule, update,
+    },
 };
 
 use crate::{Client, Error, Event};
@@ -341,7 +343,45 @@ impl Mirror {
                 break;
             }
         }
+        mirror.load_people(client).await?;
         Ok(mirror)
+    }
+
+    /// The account's own profile, every privacy rule (defaults included) and its contacts.
+    async fn load_people(&mut self, client: &Client) -> Result<(), Error> {
+        self.profile = Some(client.get_me().await?);
+        for key in [
+            privacy_rule::Key::PhoneNumber,
+            privacy_rule::Key::LastSeen,
+            privacy_rule::Key::ProfilePhoto,
+            privacy_rule::Key::FindByPhone,
+        ] {
+            let rule = client.get_privacy(key as i32).await?;
+            self.privacy.insert(rule.key, rule);
+        }
+        let mut offset_user_id = 0;
+        loop {
+            let page = client
+                .get_contacts(GetContactsRequest {
+                    offset_user_id,
+                    limit: RELOAD_PAGE,
+                    hash: 0,
+                })
+                .await?
+                .users;
+            let Some(last) = page.last().map(|u| u.id) else {
+                break;
+            };
+            let last_page = page.len() < RELOAD_PAGE as usize;
+            for u in page {
+                self.contacts.insert(u.id, (u.first_name, u.last_name));
+            }
+            if last_page {
+                break;
+            }
+            offset_user_id = last;
+        }
+        Ok(())
     }
 
     /// Replaces the copy with the server's current state ([`load`](Self::load)).
