@@ -829,7 +829,7 @@ async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Resul
     let mut stream = UpdateStream::open(
         follower_client.clone(),
         follower.get_state().await?.into(),
-        options.clone(),
+        options,
     )
     .await?;
     let rule = |key, value, allow: Vec<i64>| PrivacyRule {
@@ -924,8 +924,7 @@ async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Resul
             3 | 9 => {
                 let state = stream.state();
                 drop(stream);
-                stream =
-                    UpdateStream::open(follower_client.clone(), state, options.clone()).await?;
+                stream = UpdateStream::open(follower_client.clone(), state, options).await?;
             }
             // Cut and stay away while the maker goes on, beyond what the log retains.
             5 => {
@@ -938,12 +937,11 @@ async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Resul
                     };
                     last_pts = maker.update_profile(names).await?.pts;
                 }
-                stream =
-                    UpdateStream::open(follower_client.clone(), state, options.clone()).await?;
+                stream = UpdateStream::open(follower_client.clone(), state, options).await?;
             }
             _ => {}
         }
-        follow_to(
+        reloads += follow_to(
             &mut stream,
             &mut follower_mirror,
             &follower_client,
@@ -951,6 +949,7 @@ async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Resul
         )
         .await?;
     }
+    assert_eq!(reloads, 1, "the long cut outlived the retained log");
     // The sleeper comes online long after: its whole log is no longer retained.
     let sleeper_client: oxigram_client::Client = (*sleeper).clone();
     let mut sleeper_mirror = Mirror::new();
