@@ -165,19 +165,33 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
         ("non-contact", &sam),
         ("blocked", &ben),
         ("exception", &eve),
+        ("keeps her", &cora),
     ];
-    // (value, its exception: (allow, deny), who sees: contact, non-contact, blocked, exception)
+    // (value, its exception: (allow, deny), who sees: contact, non-contact, blocked,
+    // exception, keeps her) for the photo; the phone likewise, but whoever keeps her sees it.
     let values = [
         (
             EVERYBODY,
             (vec![], vec![eve_id]),
-            [true, true, false, false],
+            [true, true, false, false, true],
         ),
-        (CONTACTS, (vec![eve_id], vec![]), [true, false, false, true]),
-        (NOBODY, (vec![eve_id], vec![]), [false, false, false, true]),
+        (
+            CONTACTS,
+            (vec![eve_id], vec![]),
+            [true, false, false, true, false],
+        ),
+        (
+            NOBODY,
+            (vec![eve_id], vec![]),
+            [false, false, false, true, false],
+        ),
     ];
     for key in [PHONE, PHOTO] {
         for (value, (allow, deny), sees) in &values {
+            let mut sees = *sees;
+            if key == PHONE {
+                sees[4] = true;
+            }
             let rule = PrivacyRule {
                 key,
                 value: *value,
@@ -187,7 +201,8 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             let set = olga.set_privacy(rule.clone()).await?;
             assert_eq!(set.rule.as_ref(), Some(&rule));
             assert_eq!(olga.get_privacy(key).await?, rule);
-            for ((relation, viewer), sees) in viewers.iter().zip(sees.iter().copied()) {
+            assert_eq!(viewers.len(), sees.len());
+            for ((relation, viewer), sees) in viewers.iter().zip(sees) {
                 let views = every_view(viewer, olga_id, "15557100", "olga_k").await?;
                 let expected_calls = if *relation == "keeps her" { 9 } else { 7 };
                 assert_eq!(views.len(), expected_calls, "{relation}");
