@@ -29,7 +29,7 @@ impl Dialogs for DialogsApi {
         };
         let messages = self.0.messages_by_ids(me.user_id, top_ids).await?;
         let peers: Vec<i64> = dialogs.iter().map(|d| d.peer_user()).collect();
-        let users = self.0.users_of(&messages, &peers).await?;
+        let users = self.0.users_of(me.user_id, &messages, &peers).await?;
         Ok(Response::new(DialogsSlice {
             dialogs,
             messages,

@@ -4,10 +4,10 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
-        ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
-        messages_server::Messages,
+        BlockRequest, BlockedByRequest, BlockedByResponse, DeleteHistoryRequest,
+        DeleteMessagesRequest, EditMessageRequest, ForwardMessagesRequest, GetBlockedRequest,
+        GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList, SearchRequest,
+        SearchResponse, SendMessageRequest, messages_server::Messages,
     },
     require_peer,
     types::v1::{
@@ -474,6 +474,20 @@ impl Messages for MessagesService {
             .await
             .map_err(Error::from)?;
         Ok(Response::new(GetBlockedResponse { user_ids }))
+    }
+
+    async fn blocked_by(
+        &self,
+        request: Request<BlockedByRequest>,
+    ) -> Result<Response<BlockedByResponse>, Status> {
+        let BlockedByRequest { user_id, owner_ids } = request.into_inner();
+        if owner_ids.len() > MAX_IDS {
+            return Err(status(ErrorCode::LimitInvalid, "too many owners"));
+        }
+        let owner_ids = store::blocked_by(&self.pool, user_id, &owner_ids)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(BlockedByResponse { owner_ids }))
     }
 
     async fn search(

@@ -32,6 +32,21 @@ pub async fn set_blocked(
     Ok(())
 }
 
+/// Which of `owners` blocked `user_id` (primary key of blocks, one probe per owner).
+pub async fn blocked_by(
+    pool: &PgPool,
+    user_id: i64,
+    owners: &[i64],
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT owner_id FROM blocks WHERE owner_id = ANY($1) AND blocked_user_id = $2",
+    )
+    .bind(owners)
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
+}
+
 /// Blocked users after `after`, ascending (primary key of blocks).
 pub async fn blocked(
     pool: &PgPool,

@@ -659,6 +659,21 @@ async fn the_block_list_pages_by_user_id() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
+async fn blocked_by_names_the_owners_who_block_the_user() -> anyhow::Result<()> {
+    let (db, _outbox) = schema().await?;
+    store::set_blocked(&db.pool, ANN, CAROL, true).await?;
+    store::set_blocked(&db.pool, BOB, CAROL, true).await?;
+    store::set_blocked(&db.pool, BOB, CAROL, false).await?;
+    store::set_blocked(&db.pool, CAROL, ANN, true).await?;
+    let mut by = store::blocked_by(&db.pool, CAROL, &[ANN, BOB, 99]).await?;
+    by.sort_unstable();
+    assert_eq!(by, [ANN]);
+    assert!(store::blocked_by(&db.pool, ANN, &[BOB]).await?.is_empty());
+    assert_eq!(store::blocked_by(&db.pool, ANN, &[CAROL]).await?, [CAROL]);
+    Ok(())
+}
+
+#[tokio::test]
 async fn history_windows_seek_around_their_anchor() -> anyhow::Result<()> {
     let (db, outbox) = schema().await?;
     let mut batch: Vec<NewMessage> = (1..=10)

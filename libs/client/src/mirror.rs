@@ -7,7 +7,8 @@
 //! ([`Mirror::apply`]). A difference's new messages arrive in their current state (the
 //! sequencer puts them into their updates), so the copy converges whatever the path. When the
 //! log no longer holds what the device missed (`too_long`), the copy is marked stale and
-//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`.
+//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`. It also keeps the
+//! account's own profile, privacy rules and contacts as their updates describe them.
 //!
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
@@ -15,8 +16,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
-    api::v1::{GetDialogsRequest, GetHistoryRequest},
-    types::v1::{Dialog, InputPeer, Message, Peer, PtsUpdate, update},
+    api::v1::{GetContactsRequest, GetDialogsRequest, GetHistoryRequest},
+    types::v1::{
+        Dialog, InputPeer, Message, Peer, PrivacyRule, PtsUpdate, User, privacy_rule, update,
+    },
 };
 
 use crate::{Client, Error, Event};
@@ -106,6 +109,12 @@ pub struct Mirror {
     deleted_unseen: HashSet<i64>,
     stale: bool,
     stats: MirrorStats,
+    /// The account's own profile, as its last profile update gave it.
+    profile: Option<User>,
+    /// The account's privacy rules by key, as their updates gave them.
+    privacy: BTreeMap<i32, PrivacyRule>,
+    /// The account's contacts and her names for them, by user id.
+    contacts: BTreeMap<i64, (String, String)>,
 }
 
 impl Mirror {
@@ -156,7 +165,36 @@ impl Mirror {
                 d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
             }
             update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
+            update::Kind::Profile(profile) => self.profile = profile.user.clone(),
+            update::Kind::Privacy(privacy) => {
+                if let Some(rule) = &privacy.rule {
+                    self.privacy.insert(rule.key, rule.clone());
+                }
+            }
+            update::Kind::Contact(contact) => {
+                if contact.deleted {
+                    self.contacts.remove(&contact.user_id);
+                } else {
+                    let names = (contact.first_name.clone(), contact.last_name.clone());
+                    self.contacts.insert(contact.user_id, names);
+                }
+            }
         }
+    }
+
+    /// The account's own profile as the updates applied gave it (`None` before any).
+    pub fn profile(&self) -> Option<&User> {
+        self.profile.as_ref()
+    }
+
+    /// The account's privacy rules the updates applied set, by key.
+    pub fn privacy(&self) -> &BTreeMap<i32, PrivacyRule> {
+        &self.privacy
+    }
+
+    /// The account's contacts and her (first, last) names for them, by user id.
+    pub fn contacts(&self) -> &BTreeMap<i64, (String, String)> {
+        &self.contacts
     }
 
     /// A new message (one of ours too): the dialog appears if it was not there, the message
@@ -305,7 +343,45 @@ impl Mirror {
                 break;
             }
         }
+        mirror.load_people(client).await?;
         Ok(mirror)
+    }
+
+    /// The account's own profile, every privacy rule (defaults included) and its contacts.
+    async fn load_people(&mut self, client: &Client) -> Result<(), Error> {
+        self.profile = Some(client.get_me().await?);
+        for key in [
+            privacy_rule::Key::PhoneNumber,
+            privacy_rule::Key::LastSeen,
+            privacy_rule::Key::ProfilePhoto,
+            privacy_rule::Key::FindByPhone,
+        ] {
+            let rule = client.get_privacy(key as i32).await?;
+            self.privacy.insert(rule.key, rule);
+        }
+        let mut offset_user_id = 0;
+        loop {
+            let page = client
+                .get_contacts(GetContactsRequest {
+                    offset_user_id,
+                    limit: RELOAD_PAGE,
+                    hash: 0,
+                })
+                .await?
+                .users;
+            let Some(last) = page.last().map(|u| u.id) else {
+                break;
+            };
+            let last_page = page.len() < RELOAD_PAGE as usize;
+            for u in page {
+                self.contacts.insert(u.id, (u.first_name, u.last_name));
+            }
+            if last_page {
+                break;
+            }
+            offset_user_id = last;
+        }
+        Ok(())
     }
 
     /// Replaces the copy with the server's current state ([`load`](Self::load)).
