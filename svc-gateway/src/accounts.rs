@@ -18,6 +18,8 @@ impl From<UserRow> for User {
             id: r.id,
             first_name: r.first_name,
             phone: r.phone,
+            // Presence is not an account's: the answer's composer sets it (`with_statuses`).
+            status: None,
         }
     }
 }

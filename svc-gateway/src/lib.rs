@@ -1,18 +1,25 @@
 //! svc-gateway: the client front door. It owns accounts, auth keys and login codes;
 //! authenticates every call by its auth key; composes client responses from the domain
 //! services; holds the devices' live update streams, registers their routes in Redis, and
-//! takes pushes from svc-dispatch.
+//! takes pushes from svc-dispatch. It also carries the transient signals (typing, presence)
+//! between devices, gateway to gateway, and keeps each user's last seen.
 
+mod account_api;
 pub mod accounts;
 mod acting;
 pub mod auth;
 mod cache;
 mod dialogs_api;
 mod hub;
+pub mod last_seen;
 mod media_api;
 mod messages_api;
 mod outbound;
+mod presence;
 mod rate_limit;
+pub mod status;
+mod transient;
+mod typing;
 mod updates_api;
 mod users_api;
 
@@ -27,8 +34,9 @@ use std::{
 use oxigram_kit::{Config, GrpcChannel, startup::Starting};
 use oxigram_proto::{
     api::v1::{
-        auth_server::AuthServer, dialogs_server::DialogsServer, media_server::MediaServer,
-        messages_server::MessagesServer, updates_server::UpdatesServer, users_server::UsersServer,
+        account_server::AccountServer, auth_server::AuthServer, dialogs_server::DialogsServer,
+        media_server::MediaServer, messages_server::MessagesServer, updates_server::UpdatesServer,
+        users_server::UsersServer,
     },
     dialogs::v1::dialogs_client::DialogsClient,
     gateway::v1::gateway_push_server::GatewayPushServer,
@@ -36,7 +44,7 @@ use oxigram_proto::{
     messages::v1::messages_client::MessagesClient,
     updates::v1::updates_client::UpdatesClient,
 };
-use oxigram_routes::{RedisHandle, Route, Routes};
+use oxigram_routes::{RedisHandle, Route, RouteLookup, Routes};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
@@ -59,6 +67,9 @@ pub struct Gateway {
     hub: Arc<hub::Hub>,
     routes: Routes,
     send_limiter: rate_limit::SendLimiter,
+    typing: typing::Typing,
+    transient: Arc<transient::Transient>,
+    presence: Arc<presence::PresenceTracker>,
     caches: cache::Caches,
     push_endpoint: String,
     /// Set when a stream's route could not be written: the route keeper registers every
@@ -80,6 +91,27 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     } = outbound::Outbound::connect(&config)?;
     let hub = Arc::new(hub::Hub::default());
     let redis = RedisHandle::new(config.redis_url()?)?;
+    let push_endpoint = config
+        .gateway
+        .advertise_push
+        .clone()
+        .unwrap_or_else(|| me.endpoint.clone());
+    let route_lookup = RouteLookup::new(redis.clone(), &config.redis_key_prefix);
+    let transient = Arc::new(transient::Transient {
+        routes: route_lookup.clone(),
+        hub: hub.clone(),
+        peer_gateways: outbound::PeerGateways::new(config.rpc_timeout()),
+        push_endpoint: push_endpoint.clone(),
+    });
+    let presence = presence::PresenceTracker::new(
+        redis.clone(),
+        &config.redis_key_prefix,
+        route_lookup,
+        start.pool.clone(),
+        dialogs.clone(),
+        transient.clone(),
+        &config.gateway,
+    );
     let gateway = Arc::new(Gateway {
         pool: start.pool.clone(),
         messages,
@@ -97,11 +129,10 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             &config.redis_key_prefix,
             config.gateway.sends_per_minute,
         ),
-        push_endpoint: config
-            .gateway
-            .advertise_push
-            .clone()
-            .unwrap_or_else(|| me.endpoint.clone()),
+        typing: typing::Typing::default(),
+        transient,
+        presence,
+        push_endpoint,
         routes_dirty: AtomicBool::new(false),
         code_sender: Box::new(auth::LogCodeSender),
         caches: cache::Caches::default(),
@@ -126,6 +157,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         .add_service(UpdatesServer::new(updates_api::UpdatesApi(gateway.clone())))
         .add_service(DialogsServer::new(dialogs_api::DialogsApi(gateway.clone())))
         .add_service(MediaServer::new(media_api::MediaApi(gateway.clone())))
+        .add_service(AccountServer::new(account_api::AccountApi(gateway.clone())))
         .add_service(GatewayPushServer::new(hub::PushApi(hub)));
     let deps = outbound::Outbound::dependencies(&config);
     start.serve(routes, deps, background, shutdown).await

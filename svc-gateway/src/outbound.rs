@@ -1,12 +1,19 @@
 //! Everything svc-gateway sends to other services: the calls that answer the client API, to
 //! the domain services it composes (svc-messages, svc-updates, svc-dialogs, svc-media), each
-//! through its generated client. There is no outbox here: every call is one the client waits
-//! for, and nothing the gateway writes is a fact another service must learn of.
+//! through its generated client; and transient events to the other gateway instances. There
+//! is no outbox here: every call is one the client waits for, nothing the gateway writes is a
+//! fact another service must learn of, and a transient event that does not arrive is replaced
+//! by the next one.
+
+use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use oxigram_kit::{Config, GrpcChannel};
 use oxigram_proto::{
-    dialogs::v1::dialogs_client::DialogsClient, media::v1::media_client::MediaClient,
-    messages::v1::messages_client::MessagesClient, updates::v1::updates_client::UpdatesClient,
+    dialogs::v1::dialogs_client::DialogsClient,
+    gateway::v1::{PushTransientRequest, TransientEvent, gateway_push_client::GatewayPushClient},
+    media::v1::media_client::MediaClient,
+    messages::v1::messages_client::MessagesClient,
+    updates::v1::updates_client::UpdatesClient,
 };
 
 /// A client of each service the gateway calls.
@@ -38,5 +45,50 @@ impl Outbound {
             ("dialogs", s.dialogs.endpoint.clone()),
             ("media", s.media.endpoint.clone()),
         ]
+    }
+}
+
+/// The other gateway instances, each reached at the push endpoint its routes name, for
+/// transient events (see `transient.rs`).
+pub struct PeerGateways {
+    timeout: Duration,
+    clients: Mutex<HashMap<String, GatewayPushClient<GrpcChannel>>>,
+}
+
+impl PeerGateways {
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self, endpoint: &str) -> Result<GatewayPushClient<GrpcChannel>, String> {
+        let mut clients = self
+            .clients
+            .lock()
+            .map_err(|_| "client cache poisoned".to_owned())?;
+        if let Some(c) = clients.get(endpoint) {
+            return Ok(c.clone());
+        }
+        let c = GatewayPushClient::new(
+            oxigram_kit::channel(endpoint, self.timeout).map_err(|e| e.to_string())?,
+        );
+        clients.insert(endpoint.to_owned(), c.clone());
+        Ok(c)
+    }
+
+    /// Offers the events to the devices streaming at the instance at `endpoint`.
+    pub async fn push_transient(
+        &self,
+        endpoint: &str,
+        events: Vec<TransientEvent>,
+    ) -> Result<(), String> {
+        let mut client = self.client(endpoint)?;
+        client
+            .push_transient(PushTransientRequest { events })
+            .await
+            .map(|_| ())
+            .map_err(|s| s.to_string())
     }
 }

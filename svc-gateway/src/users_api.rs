@@ -29,14 +29,17 @@ impl Users for UsersApi {
         &self,
         request: Request<ResolvePhoneRequest>,
     ) -> Result<Response<User>, Status> {
-        let (_, request) = self.0.signed_in(request).await?;
+        let (me, request) = self.0.signed_in(request).await?;
         let phone = request.phone;
         check_text("phone", &phone)?;
         let phone = phone.strip_prefix('+').unwrap_or(&phone);
-        accounts::user_by_phone(&self.0.pool, phone)
+        let user = accounts::user_by_phone(&self.0.pool, phone)
             .await
             .map_err(Error::from)?
-            .map(Response::new)
-            .ok_or_else(|| Error::new(ErrorCode::PeerIdInvalid, "no user has this phone").into())
+            .ok_or_else(|| Error::new(ErrorCode::PeerIdInvalid, "no user has this phone"))?;
+        let mut users = [user];
+        self.0.with_statuses(me.user_id, &mut users).await;
+        let [user] = users;
+        Ok(Response::new(user))
     }
 }

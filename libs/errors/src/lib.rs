@@ -92,6 +92,11 @@ pub enum ErrorCode {
     SearchQueryTooShort,
     /// A search query longer than 256 characters.
     SearchQueryTooLong,
+    /// SetTyping: the peer blocked the caller.
+    UserIsBlocked,
+    /// SetTyping: an action of no known kind, or a progress outside 0 to 100 (or on a kind
+    /// that has none).
+    SendActionInvalid,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
     /// A dependency did not answer in time, or went away during the call (its process died,
@@ -153,6 +158,8 @@ impl ErrorCode {
             Self::SearchQueryEmpty => "SEARCH_QUERY_EMPTY",
             Self::SearchQueryTooShort => "SEARCH_QUERY_TOO_SHORT",
             Self::SearchQueryTooLong => "SEARCH_QUERY_TOO_LONG",
+            Self::UserIsBlocked => "USER_IS_BLOCKED",
+            Self::SendActionInvalid => "SEND_ACTION_INVALID",
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
@@ -167,7 +174,8 @@ impl ErrorCode {
             Self::MessageAuthorRequired
             | Self::EditMessagesForbidden
             | Self::ChatForwardsRestricted
-            | Self::DeleteMessagesForbidden => Code::PermissionDenied,
+            | Self::DeleteMessagesForbidden
+            | Self::UserIsBlocked => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition

@@ -104,6 +104,11 @@ pub struct GatewayConfig {
     pub route_ttl_secs: u64,
     /// Messages one user may send per minute before FLOOD_WAIT_X (Telegram's is 30).
     pub sends_per_minute: u32,
+    /// How long a user stays online after her last stream closed, so a reconnecting device
+    /// does not show her offline and online again.
+    pub offline_grace_ms: u64,
+    /// How long a call (or UpdateStatus(offline = false)) keeps a user online without a stream.
+    pub online_after_call_secs: u64,
 }
 
 impl Default for GatewayConfig {
@@ -113,6 +118,8 @@ impl Default for GatewayConfig {
             advertise_push: None,
             route_ttl_secs: 60,
             sends_per_minute: 30,
+            offline_grace_ms: 5_000,
+            online_after_call_secs: 60,
         }
     }
 }
