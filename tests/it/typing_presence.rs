@@ -452,3 +452,70 @@ async fn presence_goes_online_and_offline_with_a_last_seen() -> anyhow::Result<(
     let _ = alice_id;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_gateway_pushes_transient_events_and_late_typing_is_dropped() -> anyhow::Result<()>
+{
+    use oxigram_proto::{
+        gateway::v1::{
+            PushTransientRequest, TransientEvent, gateway_push_client::GatewayPushClient,
+            transient_event,
+        },
+        types::v1::{UpdateUserStatus, UserStatus, UserStatusRecently},
+    };
+    let system = System::start(Mode::OneProcess).await?;
+    let [bob] = system.users([("15557501", "Bob")]).await?;
+    let bob_id = bob.user_id()?;
+    let mut bob_stream = bob.stream(0).await?;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    let typing = |from: i64, made_at_ms: i64| TransientEvent {
+        user_id: bob_id,
+        made_at_ms,
+        kind: Some(transient_event::Kind::UserTyping(UpdateUserTyping {
+            user_id: from,
+            action: Some(action(Kind::Typing, 0)),
+            timeout_ms: 6_000,
+        })),
+    };
+    // What another gateway instance sends: a typing event made 5 s ago (late), one made now,
+    // and a status.
+    let status = TransientEvent {
+        user_id: bob_id,
+        made_at_ms: now_ms - 60_000,
+        kind: Some(transient_event::Kind::UserStatus(UpdateUserStatus {
+            user_id: 77,
+            status: Some(UserStatus {
+                kind: Some(user_status::Kind::Recently(UserStatusRecently {})),
+            }),
+        })),
+    };
+    let mut peer = GatewayPushClient::connect(system.gateway()).await?;
+    let delivered = peer
+        .push_transient(PushTransientRequest {
+            events: vec![typing(71, now_ms - 5_000), typing(72, now_ms), status],
+        })
+        .await?
+        .into_inner()
+        .delivered;
+    assert_eq!(delivered, 3, "every event was offered to Bob's one stream");
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(5), bob_stream.message())
+            .await??
+            .context("the stream ended")?;
+        got.push(event.kind);
+    }
+    let Some(stream_event::Kind::UserTyping(t)) = got[0] else {
+        anyhow::bail!("the fresh typing first, got {:?}", got[0]);
+    };
+    assert_eq!(t.user_id, 72, "the late one was dropped");
+    assert!((5_000..=6_000).contains(&t.timeout_ms), "{}", t.timeout_ms);
+    assert!(
+        matches!(got[1], Some(stream_event::Kind::UserStatus(s)) if s.user_id == 77),
+        "a status is never late: {:?}",
+        got[1]
+    );
+    Ok(())
+}
