@@ -8,6 +8,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
+    time::Duration,
 };
 
 use oxigram_proto::{
@@ -26,6 +27,11 @@ pub const STREAM_BUFFER: usize = 1024;
 /// Free room a stream's buffer must have to take a transient event: a busy stream drops them
 /// (they describe a present the next one replaces), so they never make a stream lag.
 const TRANSIENT_ROOM: usize = STREAM_BUFFER / 4;
+/// Transient events offered at once before the offering pauses: a presence change fans out to
+/// many streams, whose writes then come in small waves between other work instead of one
+/// burst that sends queue behind.
+const TRANSIENT_WAVE: usize = 100;
+const TRANSIENT_WAVE_PAUSE: Duration = Duration::from_millis(1);
 
 /// What waits in a stream's buffer.
 pub enum Pushed {
@@ -84,6 +90,19 @@ impl Hub {
             return true;
         }
         false
+    }
+
+    /// Offers transient events in waves (see `TRANSIENT_WAVE`); returns how many streams took
+    /// one.
+    pub async fn push_transient_paced(&self, events: &[TransientEvent]) -> usize {
+        let mut delivered = 0;
+        for (i, wave) in events.chunks(TRANSIENT_WAVE).enumerate() {
+            if i > 0 {
+                tokio::time::sleep(TRANSIENT_WAVE_PAUSE).await;
+            }
+            delivered += wave.iter().map(|e| self.push_transient(e)).sum::<usize>();
+        }
+        delivered
     }
 
     /// Offers a transient event to every stream of its user here that has room for it;
@@ -195,12 +214,8 @@ impl GatewayPush for PushApi {
         &self,
         request: Request<PushTransientRequest>,
     ) -> Result<Response<PushResponse>, Status> {
-        let delivered = request
-            .into_inner()
-            .events
-            .iter()
-            .map(|e| self.0.push_transient(e))
-            .sum::<usize>();
+        let events = request.into_inner().events;
+        let delivered = self.0.push_transient_paced(&events).await;
         Ok(Response::new(PushResponse {
             delivered: delivered as i32,
         }))

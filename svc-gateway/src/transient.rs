@@ -94,9 +94,7 @@ impl Transient {
             .into_iter()
             .map(|(instance, events)| async move {
                 if instance == self.push_endpoint {
-                    for event in &events {
-                        self.hub.push_transient(event);
-                    }
+                    self.hub.push_transient_paced(&events).await;
                     return;
                 }
                 let pushed = tokio::time::timeout(
