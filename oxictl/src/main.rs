@@ -6,6 +6,7 @@ mod bench;
 mod device;
 mod format;
 mod people;
+mod presence;
 
 /// The bench client shares the machine with the system it measures: the allocator the services
 /// use keeps its own CPU down too.
@@ -143,7 +144,21 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         max_id: i64,
     },
-    /// Streams updates from the device's pts; applies only contiguous ones, filling gaps with getDifference.
+    /// Tells a user (phone or id) what you are doing in the chat: `typing` (the default),
+    /// `cancel`, `record_audio`, `upload_photo:40` (percent), `choose_sticker`, …
+    Typing {
+        #[arg(long)]
+        to: String,
+        #[arg(default_value = "typing", value_parser = presence::parse_action)]
+        action: oxigram_proto::types::v1::SendMessageAction,
+    },
+    /// Says you went away (`offline`) or came back (`online`).
+    Status {
+        #[arg(value_parser = ["online", "offline"])]
+        presence: String,
+    },
+    /// Streams updates from the device's pts; applies only contiguous ones, filling gaps with
+    /// getDifference. Also prints who is typing and who comes online or goes offline.
     Watch {
         /// Stop after this many updates applied (default: run until Ctrl-C).
         #[arg(long)]
@@ -359,6 +374,17 @@ async fn main() -> anyhow::Result<()> {
             revoke,
             max_id,
         } => clear(&path, &with, just_clear, revoke, max_id).await?,
+        Command::Typing { to, action } => {
+            let c = DeviceClient::open(&path).await?;
+            let peer = input_peer(&c.client, &to).await?;
+            c.client.set_typing(peer, action).await?;
+            println!("told");
+        }
+        Command::Status { presence } => {
+            let c = DeviceClient::open(&path).await?;
+            c.client.update_status(presence == "offline").await?;
+            println!("you are {presence}");
+        }
         Command::Watch { count, timeout } => watch(&path, count, timeout).await?,
         Command::Difference => difference(&path).await?,
         Command::History {
@@ -663,6 +689,10 @@ async fn watch(
             ),
             Event::Resumed { pts } => eprintln!("stream reopened at pts {pts}"),
             Event::Failed { during, error } => eprintln!("{during:?} failed: {error}"),
+            Event::Typing(t) => {
+                println!("{}", presence::show_typing(&t, tokio::time::Instant::now()))
+            }
+            Event::Status(s) => println!("{}", presence::show_status(&s)),
         }
         if updates.state().pts != c.device.pts {
             c.device.pts = updates.state().pts;

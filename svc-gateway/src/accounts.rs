@@ -39,6 +39,8 @@ impl Profile {
             photo_id: self.photo_file_id,
             contact: false,
             mutual_contact: false,
+            // Presence is not an account's: the answer's composer sets it (`with_statuses`).
+            status: None,
         }
     }
 }

@@ -59,6 +59,8 @@ impl Gateway {
             user_id,
             auth_key_id: me.auth_key_id,
         };
+        // Every signed-in call keeps its user online for a while.
+        self.presence.touch(user_id);
         Ok((me, request.into_inner()))
     }
 }

@@ -1,5 +1,6 @@
 //! The online devices of this gateway instance: one bounded channel per open update stream,
-//! and the GatewayPush service through which dispatch delivers to them.
+//! and the GatewayPush service through which dispatch delivers logged updates to them and
+//! other gateway instances deliver transient events (typing, presence).
 
 use std::{
     collections::HashMap,
@@ -7,11 +8,15 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
     },
+    time::Duration,
 };
 
 use oxigram_proto::{
     api::v1::{StreamEvent, stream_event},
-    gateway::v1::{PushRequest, PushResponse, gateway_push_server::GatewayPush},
+    gateway::v1::{
+        PushRequest, PushResponse, PushTransientRequest, TransientEvent,
+        gateway_push_server::GatewayPush, transient_event,
+    },
     types::v1::PushJob,
 };
 use tokio::sync::mpsc;
@@ -19,17 +24,34 @@ use tonic::{Request, Response, Status};
 
 /// Updates a stream may have waiting before it counts as lagging.
 pub const STREAM_BUFFER: usize = 1024;
+/// Free room a stream's buffer must have to take a transient event: a busy stream drops them
+/// (they describe a present the next one replaces), so they never make a stream lag.
+const TRANSIENT_ROOM: usize = STREAM_BUFFER / 4;
+/// Transient events offered at once before the offering pauses: a presence change fans out to
+/// many streams, whose writes then come in small waves between other work instead of one
+/// burst that sends queue behind.
+const TRANSIENT_WAVE: usize = 100;
+const TRANSIENT_WAVE_PAUSE: Duration = Duration::from_millis(1);
+
+/// What waits in a stream's buffer.
+pub enum Pushed {
+    /// A logged update (or an instruction about the log): delivered, or the stream lags.
+    Logged(StreamEvent),
+    /// A transient event, made at `made_at_ms` (Unix milliseconds): the stream drops it when
+    /// late.
+    Transient { event: StreamEvent, made_at_ms: i64 },
+}
 
 struct Device {
     auth_key_id: i64,
     epoch: u64,
-    tx: mpsc::Sender<StreamEvent>,
+    tx: mpsc::Sender<Pushed>,
     lagged: Arc<AtomicBool>,
 }
 
 /// One attached stream, as its owner task sees it.
 pub struct Attached {
-    pub rx: mpsc::Receiver<StreamEvent>,
+    pub rx: mpsc::Receiver<Pushed>,
     /// Set when the hub dropped the stream because its buffer was full.
     pub lagged: Arc<AtomicBool>,
 }
@@ -54,15 +76,61 @@ impl Hub {
         Attached { rx, lagged }
     }
 
-    pub fn detach(&self, user_id: i64, auth_key_id: i64, epoch: u64) {
-        if let Ok(mut devices) = self.devices.lock()
-            && let Some(list) = devices.get_mut(&user_id)
-        {
-            list.retain(|d| !(d.auth_key_id == auth_key_id && d.epoch == epoch));
-            if list.is_empty() {
-                devices.remove(&user_id);
-            }
+    /// Removes one stream; true when the user has no stream left here.
+    pub fn detach(&self, user_id: i64, auth_key_id: i64, epoch: u64) -> bool {
+        let Ok(mut devices) = self.devices.lock() else {
+            return false;
+        };
+        let Some(list) = devices.get_mut(&user_id) else {
+            return true;
+        };
+        list.retain(|d| !(d.auth_key_id == auth_key_id && d.epoch == epoch));
+        if list.is_empty() {
+            devices.remove(&user_id);
+            return true;
         }
+        false
+    }
+
+    /// Offers transient events in waves (see `TRANSIENT_WAVE`); returns how many streams took
+    /// one.
+    pub async fn push_transient_paced(&self, events: &[TransientEvent]) -> usize {
+        let mut delivered = 0;
+        for (i, wave) in events.chunks(TRANSIENT_WAVE).enumerate() {
+            if i > 0 {
+                tokio::time::sleep(TRANSIENT_WAVE_PAUSE).await;
+            }
+            delivered += wave.iter().map(|e| self.push_transient(e)).sum::<usize>();
+        }
+        delivered
+    }
+
+    /// Offers a transient event to every stream of its user here that has room for it;
+    /// returns how many took it. A full stream simply misses it: it is not lagging for that.
+    pub fn push_transient(&self, event: &TransientEvent) -> usize {
+        let kind = match &event.kind {
+            Some(transient_event::Kind::UserTyping(t)) => stream_event::Kind::UserTyping(*t),
+            Some(transient_event::Kind::UserStatus(s)) => stream_event::Kind::UserStatus(*s),
+            None => return 0,
+        };
+        let Ok(devices) = self.devices.lock() else {
+            return 0;
+        };
+        let Some(list) = devices.get(&event.user_id) else {
+            return 0;
+        };
+        list.iter()
+            .filter(|d| d.tx.capacity() > TRANSIENT_ROOM)
+            .filter(|d| {
+                let pushed = Pushed::Transient {
+                    event: StreamEvent {
+                        kind: Some(kind.clone()),
+                    },
+                    made_at_ms: event.made_at_ms,
+                };
+                d.tx.try_send(pushed).is_ok()
+            })
+            .count()
     }
 
     /// Ends every stream of a device (it logged out).
@@ -109,7 +177,7 @@ impl Hub {
             if d.auth_key_id == job.origin_auth_key_id {
                 return true;
             }
-            match d.tx.try_send(event.clone()) {
+            match d.tx.try_send(Pushed::Logged(event.clone())) {
                 Ok(()) => {
                     delivered += 1;
                     true
@@ -137,6 +205,17 @@ impl GatewayPush for PushApi {
             .iter()
             .map(|j| self.0.push(j))
             .sum::<usize>();
+        Ok(Response::new(PushResponse {
+            delivered: delivered as i32,
+        }))
+    }
+
+    async fn push_transient(
+        &self,
+        request: Request<PushTransientRequest>,
+    ) -> Result<Response<PushResponse>, Status> {
+        let events = request.into_inner().events;
+        let delivered = self.0.push_transient_paced(&events).await;
         Ok(Response::new(PushResponse {
             delivered: delivered as i32,
         }))

@@ -3,8 +3,10 @@
 //! services; holds the devices' live update streams, registers their routes in Redis, and
 //! takes pushes from svc-dispatch. It also owns what users know of each other (profiles,
 //! usernames, privacy rules, contacts) and projects every user it returns through the
-//! viewer's rights (`user_view.rs`).
+//! viewer's rights (`user_view.rs`). It also carries the transient signals (typing, presence)
+//! between devices, gateway to gateway, and keeps each user's last seen.
 
+mod account_api;
 pub mod accounts;
 mod acting;
 pub mod auth;
@@ -12,14 +14,19 @@ mod cache;
 mod contacts_api;
 mod dialogs_api;
 mod hub;
+pub mod last_seen;
 mod media_api;
 mod messages_api;
 mod outbound;
 mod own_updates;
 pub mod people;
+mod presence;
 pub mod privacy;
 pub mod profile;
 mod rate_limit;
+pub mod status;
+mod transient;
+mod typing;
 mod updates_api;
 pub mod user_view;
 mod users_api;
@@ -39,9 +46,9 @@ use oxigram_kit::{
 use oxigram_outbox::Outbox;
 use oxigram_proto::{
     api::v1::{
-        auth_server::AuthServer, contacts_server::ContactsServer, dialogs_server::DialogsServer,
-        media_server::MediaServer, messages_server::MessagesServer, updates_server::UpdatesServer,
-        users_server::UsersServer,
+        account_server::AccountServer, auth_server::AuthServer, contacts_server::ContactsServer,
+        dialogs_server::DialogsServer, media_server::MediaServer, messages_server::MessagesServer,
+        updates_server::UpdatesServer, users_server::UsersServer,
     },
     dialogs::v1::dialogs_client::DialogsClient,
     gateway::v1::gateway_push_server::GatewayPushServer,
@@ -49,7 +56,7 @@ use oxigram_proto::{
     messages::v1::messages_client::MessagesClient,
     updates::v1::updates_client::UpdatesClient,
 };
-use oxigram_routes::{RedisHandle, Route, Routes};
+use oxigram_routes::{RedisHandle, Route, RouteLookup, Routes};
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
@@ -77,6 +84,9 @@ pub struct Gateway {
     /// The updates of users' own changes (profile, privacy, contacts) on their way to their logs.
     outbox: Outbox,
     to_updates: outbound::ToUpdates,
+    typing: typing::Typing,
+    transient: Arc<transient::Transient>,
+    presence: Arc<presence::PresenceTracker>,
     caches: cache::Caches,
     push_endpoint: String,
     /// Set when a stream's route could not be written: the route keeper registers every
@@ -104,6 +114,27 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         startup::relay_config(&config.outbox),
     );
     let to_updates = outbound::ToUpdates::new(updates.clone());
+    let push_endpoint = config
+        .gateway
+        .advertise_push
+        .clone()
+        .unwrap_or_else(|| me.endpoint.clone());
+    let route_lookup = RouteLookup::new(redis.clone(), &config.redis_key_prefix);
+    let transient = Arc::new(transient::Transient {
+        routes: route_lookup.clone(),
+        hub: hub.clone(),
+        peer_gateways: outbound::PeerGateways::new(config.rpc_timeout()),
+        push_endpoint: push_endpoint.clone(),
+    });
+    let presence = presence::PresenceTracker::new(
+        redis.clone(),
+        &config.redis_key_prefix,
+        route_lookup,
+        start.pool.clone(),
+        dialogs.clone(),
+        transient.clone(),
+        &config.gateway,
+    );
     let gateway = Arc::new(Gateway {
         pool: start.pool.clone(),
         messages,
@@ -130,11 +161,10 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         ),
         outbox: outbox.clone(),
         to_updates: to_updates.clone(),
-        push_endpoint: config
-            .gateway
-            .advertise_push
-            .clone()
-            .unwrap_or_else(|| me.endpoint.clone()),
+        typing: typing::Typing::default(),
+        transient,
+        presence,
+        push_endpoint,
         routes_dirty: AtomicBool::new(false),
         code_sender: Box::new(auth::LogCodeSender),
         caches: cache::Caches::default(),
@@ -164,6 +194,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         .add_service(UpdatesServer::new(updates_api::UpdatesApi(gateway.clone())))
         .add_service(DialogsServer::new(dialogs_api::DialogsApi(gateway.clone())))
         .add_service(MediaServer::new(media_api::MediaApi(gateway.clone())))
+        .add_service(AccountServer::new(account_api::AccountApi(gateway.clone())))
         .add_service(GatewayPushServer::new(hub::PushApi(hub)));
     let deps = outbound::Outbound::dependencies(&config);
     start.serve(routes, deps, background, shutdown).await

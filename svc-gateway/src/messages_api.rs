@@ -11,7 +11,8 @@ use oxigram_proto::{
         ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages, GetBlockedRequest,
         GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
-        SearchRequest, SendMessageRequest, SendMessageResponse, messages_server::Messages,
+        SearchRequest, SendMessageRequest, SendMessageResponse, SetTypingRequest,
+        SetTypingResponse, messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -342,5 +343,16 @@ impl Messages for MessagesApi {
             users,
             next_offset_id: found.next_offset_id,
         }))
+    }
+
+    async fn set_typing(
+        &self,
+        request: Request<SetTypingRequest>,
+    ) -> Result<Response<SetTypingResponse>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0
+            .set_typing(me, request.peer.as_ref(), request.action.as_ref())
+            .await?;
+        Ok(Response::new(SetTypingResponse {}))
     }
 }

@@ -4,12 +4,16 @@
 //! owns (her profile, privacy rules and contacts), events for her log written to this
 //! service's outbox in the transaction that made them, handed on to svc-updates right after
 //! commit, with the relay delivering whatever that missed. svc-updates deduplicates by event
-//! id.
+//! id. Transient events (typing, presence) go to the other gateway instances directly: one
+//! that does not arrive is replaced by the next one, so they need no outbox.
+
+use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use oxigram_kit::{Config, GrpcChannel};
 use oxigram_outbox::{Destination, NewRow, Outbox, OutboxMessage, Refused, decode_payloads};
 use oxigram_proto::{
     dialogs::v1::dialogs_client::DialogsClient,
+    gateway::v1::{PushTransientRequest, TransientEvent, gateway_push_client::GatewayPushClient},
     media::v1::media_client::MediaClient,
     messages::v1::messages_client::MessagesClient,
     types::v1::UserEvent,
@@ -101,5 +105,50 @@ impl Destination for ToUpdates {
             .await
             .map(|_| ())
             .map_err(oxigram_kit::refused)
+    }
+}
+
+/// The other gateway instances, each reached at the push endpoint its routes name, for
+/// transient events (see `transient.rs`).
+pub struct PeerGateways {
+    timeout: Duration,
+    clients: Mutex<HashMap<String, GatewayPushClient<GrpcChannel>>>,
+}
+
+impl PeerGateways {
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn client(&self, endpoint: &str) -> Result<GatewayPushClient<GrpcChannel>, String> {
+        let mut clients = self
+            .clients
+            .lock()
+            .map_err(|_| "client cache poisoned".to_owned())?;
+        if let Some(c) = clients.get(endpoint) {
+            return Ok(c.clone());
+        }
+        let c = GatewayPushClient::new(
+            oxigram_kit::channel(endpoint, self.timeout).map_err(|e| e.to_string())?,
+        );
+        clients.insert(endpoint.to_owned(), c.clone());
+        Ok(c)
+    }
+
+    /// Offers the events to the devices streaming at the instance at `endpoint`.
+    pub async fn push_transient(
+        &self,
+        endpoint: &str,
+        events: Vec<TransientEvent>,
+    ) -> Result<(), String> {
+        let mut client = self.client(endpoint)?;
+        client
+            .push_transient(PushTransientRequest { events })
+            .await
+            .map(|_| ())
+            .map_err(|s| s.to_string())
     }
 }

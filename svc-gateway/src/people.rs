@@ -260,6 +260,17 @@ pub async fn contacts_summary(pool: &PgPool, owner: i64) -> Result<(i64, i64), s
     .await
 }
 
+/// Which of `users` `owner_id` keeps as contacts (primary key of contacts).
+pub async fn kept_of(pool: &PgPool, owner_id: i64, users: &[i64]) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT contact_user_id FROM contacts WHERE owner_id = $1 AND contact_user_id = ANY($2)",
+    )
+    .bind(owner_id)
+    .bind(users)
+    .fetch_all(pool)
+    .await
+}
+
 /// Which of `owners` keep `user_id` as a contact (primary key of contacts).
 pub async fn kept_by(pool: &PgPool, user_id: i64, owners: &[i64]) -> Result<Vec<i64>, sqlx::Error> {
     sqlx::query_scalar(

@@ -24,7 +24,11 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, accounts};
+use crate::{
+    Gateway, accounts,
+    hub::Pushed,
+    transient::{self, now_ms},
+};
 
 /// How many missed updates a stream replays before asking for getDifference instead.
 const STREAM_REPLAY_LIMIT: i32 = 100;
@@ -196,11 +200,15 @@ impl Updates for UpdatesApi {
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let (out, out_rx) = mpsc::channel::<Result<StreamEvent, Status>>(64);
+        gateway.presence.stream_opened(user_id);
         tokio::spawn(async move {
             run_stream(&gateway, user_id, from_pts, attached, &out).await;
-            gateway.hub.detach(user_id, route.auth_key_id, epoch);
+            let last = gateway.hub.detach(user_id, route.auth_key_id, epoch);
             if let Err(err) = gateway.routes.unregister(user_id, &route).await {
                 tracing::warn!(error = %err, "cannot remove the device route; it will expire");
+            }
+            if last {
+                gateway.presence.last_stream_closed(user_id);
             }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
@@ -254,12 +262,20 @@ async fn run_stream(
     loop {
         tokio::select! {
             event = attached.rx.recv() => match event {
-                Some(event) => {
+                Some(Pushed::Logged(event)) => {
                     if let Some(stream_event::Kind::Update(u)) = &event.kind
                         && u.pts <= replayed_up_to
                     {
                         continue;
                     }
+                    if out.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                }
+                Some(Pushed::Transient { event, made_at_ms }) => {
+                    let Some(event) = transient::on_time(event, now_ms() - made_at_ms) else {
+                        continue;
+                    };
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }

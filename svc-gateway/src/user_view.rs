@@ -65,6 +65,8 @@ pub fn view(viewer: i64, found: FoundProfile, rules: &Rules, blocked_by_owner: b
         photo_id,
         contact,
         mutual_contact: contact && keeps_viewer,
+        // Presence is not a profile's: `Gateway::with_statuses` sets it.
+        status: None,
     }
 }
 
@@ -90,13 +92,15 @@ impl Gateway {
             .await
             .map_err(Error::from)?;
         let blocked_by = self.blocked_by(viewer, &others).await?;
-        Ok(found
+        let mut users: Vec<User> = found
             .into_iter()
             .map(|f| {
                 let blocked = blocked_by.contains(&f.profile.id);
                 view(viewer, f, &rules, blocked)
             })
-            .collect())
+            .collect();
+        self.with_statuses(viewer, &mut users).await;
+        Ok(users)
     }
 
     /// The user with this id as `viewer` sees her, if she exists.

@@ -3,7 +3,10 @@
 
 use anyhow::Context;
 use oxigram_testkit::store::{self, Migrated};
-use svc_gateway::accounts::{self, CodeCheck};
+use svc_gateway::{
+    accounts::{self, CodeCheck},
+    last_seen,
+};
 
 async fn schema() -> anyhow::Result<Migrated> {
     store::migrated(
@@ -357,4 +360,27 @@ mod people_store {
         assert_eq!(cat_now[0].contact_first_name, None);
         Ok(())
     }
+}
+
+#[tokio::test]
+async fn last_seen_is_kept_per_user_and_never_moves_back() -> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.pool;
+    let alice = accounts::insert_user(pool, "+300", "Alice")
+        .await?
+        .context("a new phone")?;
+    let bob = accounts::insert_user(pool, "+400", "Bob")
+        .await?
+        .context("a new phone")?;
+    assert!(last_seen::of(pool, &[alice.id, bob.id]).await?.is_empty());
+    last_seen::record(pool, alice.id, 1_700_000_000_000).await?;
+    last_seen::record(pool, alice.id, 1_700_000_050_900).await?;
+    // An earlier time (a late writer) changes nothing.
+    last_seen::record(pool, alice.id, 1_600_000_000_000).await?;
+    last_seen::record(pool, bob.id, 1_650_000_000_000).await?;
+    let seen = last_seen::of(pool, &[alice.id, bob.id, 999]).await?;
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen.get(&alice.id), Some(&1_700_000_050));
+    assert_eq!(seen.get(&bob.id), Some(&1_650_000_000));
+    Ok(())
 }

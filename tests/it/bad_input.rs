@@ -178,6 +178,7 @@ async fn malformed_requests_are_invalid_arguments_on_every_method() -> anyhow::R
     assert_eq!(
         services,
         BTreeSet::from([
+            "oxigram.api.v1.Account",
             "oxigram.api.v1.Auth",
             "oxigram.api.v1.Contacts",
             "oxigram.api.v1.Dialogs",

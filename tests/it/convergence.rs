@@ -213,7 +213,11 @@ async fn follow(
             Event::Failed { during, error } => {
                 anyhow::bail!("the update stream failed ({during:?}): {error}")
             }
-            Event::Update(_) | Event::Gap { .. } | Event::Resumed { .. } => {}
+            Event::Update(_)
+            | Event::Gap { .. }
+            | Event::Resumed { .. }
+            | Event::Typing(_)
+            | Event::Status(_) => {}
         }
         lock(&local).follow(&event);
     }

@@ -100,7 +100,7 @@ async fn follow(client: Client, received: &watch::Sender<Received>) -> anyhow::R
             Event::TooLong { pts } => {
                 anyhow::bail!("the difference was too long to replay (state jumped to {pts})")
             }
-            Event::Gap { .. } | Event::Resumed { .. } => {}
+            Event::Gap { .. } | Event::Resumed { .. } | Event::Typing(_) | Event::Status(_) => {}
         }
     }
 }

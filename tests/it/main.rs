@@ -21,4 +21,5 @@ mod private_chat;
 mod schemas;
 mod search;
 mod trace;
+mod typing_presence;
 mod update_log;

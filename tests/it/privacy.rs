@@ -796,7 +796,11 @@ async fn follow_to(
                 mirror.reload(client).await?;
                 reloads += 1;
             }
-            Event::Gap { .. } | Event::Resumed { .. } | Event::Failed { .. } => {}
+            Event::Gap { .. }
+            | Event::Resumed { .. }
+            | Event::Failed { .. }
+            | Event::Typing(_)
+            | Event::Status(_) => {}
         }
     }
     Ok(reloads)

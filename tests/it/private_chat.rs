@@ -13,7 +13,7 @@ use oxigram_proto::api::v1::{
 use oxigram_proto::types::v1::{InputPeer, update};
 use oxigram_tests::{
     Mode, System, TestClient,
-    client::{code, next_update_where},
+    client::{code, next_logged, next_update_where},
     eventually,
 };
 
@@ -621,9 +621,7 @@ async fn a_blocked_sender_sees_her_message_and_the_blocker_gets_nothing() -> any
         "the sender sees her message"
     );
     carol.send(bob_id, 1, "after").await?;
-    let first = tokio::time::timeout(Duration::from_secs(15), bob_stream.message())
-        .await??
-        .context("stream ended")?;
+    let first = next_logged(&mut bob_stream, Duration::from_secs(15)).await?;
     let Some(stream_event::Kind::Update(u)) = first.kind else {
         anyhow::bail!("expected an update");
     };
@@ -778,9 +776,7 @@ async fn a_client_older_than_retention_is_told_difference_too_long() -> anyhow::
     );
     // The stream tells the device to call getDifference instead of replaying.
     let mut stream = bob.stream(1).await?;
-    let first = tokio::time::timeout(Duration::from_secs(10), stream.message())
-        .await??
-        .context("stream ended")?;
+    let first = next_logged(&mut stream, Duration::from_secs(10)).await?;
     assert!(matches!(
         first.kind,
         Some(stream_event::Kind::DifferenceNeeded(_))

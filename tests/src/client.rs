@@ -198,12 +198,35 @@ impl TestClient {
 /// The stable error code of a status.
 pub use oxigram_errors::code_of as code;
 
-/// The next update on a device's stream, within 15 s.
+/// Whether a stream event is transient (typing, presence): outside the update log.
+pub fn is_transient(event: &StreamEvent) -> bool {
+    matches!(
+        event.kind,
+        Some(stream_event::Kind::UserTyping(_) | stream_event::Kind::UserStatus(_))
+    )
+}
+
+/// The next event of the update log (an update, or `difference_needed`) on a device's raw
+/// stream, within `within`; transient events (typing, presence) before it are skipped.
+pub async fn next_logged(
+    stream: &mut Streaming<StreamEvent>,
+    within: std::time::Duration,
+) -> anyhow::Result<StreamEvent> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let event = tokio::time::timeout_at(deadline, stream.message())
+            .await
+            .with_context(|| format!("nothing on the stream within {within:?}"))??
+            .context("the stream ended")?;
+        if !is_transient(&event) {
+            return Ok(event);
+        }
+    }
+}
+
+/// The next update on a device's stream, within 15 s (transient events are skipped).
 pub async fn next_update(stream: &mut Streaming<StreamEvent>) -> anyhow::Result<PtsUpdate> {
-    let event = tokio::time::timeout(std::time::Duration::from_secs(15), stream.message())
-        .await
-        .context("no update on the stream within 15 s")??
-        .context("the stream ended")?;
+    let event = next_logged(stream, std::time::Duration::from_secs(15)).await?;
     match event.kind {
         Some(stream_event::Kind::Update(u)) => Ok(u),
         other => anyhow::bail!("expected an update, got {other:?}"),

@@ -12,10 +12,12 @@ use oxigram_proto::{
         GetHistoryRequest, GetMeRequest, GetPrivacyRequest, GetStateRequest, ImportContactsRequest,
         ImportedContacts, InputContact, MessagesSlice, PrivacyChanged, ProfileChanged,
         ReadHistoryRequest, ResolvePhoneRequest, ResolveUsernameRequest, SendCodeRequest,
-        SendMessageRequest, SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent,
-        StreamRequest, UpdateProfileRequest, UpdateUsernameRequest, auth_client::AuthClient,
-        contacts_client::ContactsClient, dialogs_client::DialogsClient,
-        messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
+        SendMessageAction, SendMessageRequest, SendMessageResponse, SetTypingRequest,
+        SetTypingResponse, SignInRequest, SignUpRequest, StreamEvent, StreamRequest,
+        UpdateProfileRequest, UpdateStatusRequest, UpdateStatusResponse, UpdateUsernameRequest,
+        account_client::AccountClient, auth_client::AuthClient, contacts_client::ContactsClient,
+        dialogs_client::DialogsClient, messages_client::MessagesClient,
+        updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{InputPeer, PrivacyRule, UpdatesState, User},
 };
@@ -127,6 +129,9 @@ impl Client {
     }
     pub fn dialogs(&self) -> DialogsClient<Signed> {
         DialogsClient::new(self.channel.clone())
+    }
+    pub fn account(&self) -> AccountClient<Signed> {
+        AccountClient::new(self.channel.clone())
     }
 
     // Auth -----------------------------------------------------------------------------------
@@ -374,6 +379,38 @@ impl Client {
             max_id,
         })))
         .await
+    }
+
+    /// Tells `peer`'s online devices what this user is doing in the chat (a transient event,
+    /// never logged). Repeat it every few seconds while the action lasts; the server pushes
+    /// repeats of the same action only every few seconds, and a device shows one for
+    /// [`crate::Typing::timeout`] from its arrival. `CANCEL` stops it.
+    pub async fn set_typing(
+        &self,
+        peer: InputPeer,
+        action: SendMessageAction,
+    ) -> Result<(), Error> {
+        let d = self.deadline;
+        d.unary(self.messages().set_typing(d.request(SetTypingRequest {
+            peer: Some(peer),
+            action: Some(action),
+        })))
+        .await
+        .map(|_: SetTypingResponse| ())
+    }
+
+    // Account --------------------------------------------------------------------------------
+
+    /// This user's presence: away (`offline` true, as when the app goes to the background) or
+    /// back. Streams and calls keep her online by themselves.
+    pub async fn update_status(&self, offline: bool) -> Result<(), Error> {
+        let d = self.deadline;
+        d.unary(
+            self.account()
+                .update_status(d.request(UpdateStatusRequest { offline })),
+        )
+        .await
+        .map(|_: UpdateStatusResponse| ())
     }
 
     // Dialogs --------------------------------------------------------------------------------

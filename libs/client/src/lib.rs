@@ -36,6 +36,10 @@
 //!   state, and reopen the stream from that state. After `too_long` it is stale
 //!   ([`Mirror::is_stale`]): [`Mirror::reload`] rebuilds it from `GetDialogs` and
 //!   `GetHistory`. [`Mirror::dialogs`] and [`Mirror::history`] answer as those calls do.
+//! - **Typing and presence.** [`Client::set_typing`] tells a peer's online devices what the
+//!   user is doing in the chat; [`Client::update_status`] says she went away or came back.
+//!   Both arrive on the stream as transient events, outside the pts order and never in
+//!   getDifference: [`Event::Typing`] (show it until its `expires_at`) and [`Event::Status`].
 //! - **Pending sends.** The sender's own new-message update carries the send's `random_id`
 //!   ([`echo`]), on every device of hers and whatever way it arrives, and so does the send's
 //!   answer: [`PendingSends`] matches a device's waiting sends by it, so a send whose answer
@@ -96,6 +100,7 @@ mod mirror;
 mod pending;
 mod sequencer;
 mod stream;
+mod transient;
 
 pub use auth_key::{AUTH_KEY_HEADER, AuthKey, SignWithKey};
 pub use client::{Client, DIFFERENCE_LIMIT, LoginCode, Signed, connect};
@@ -107,3 +112,4 @@ pub use sequencer::{
     CatchUp, Sequencer, Slice, Source, State, Verdict, deleted_update, edited_update, sent_update,
 };
 pub use stream::{Applied, During, Event, SentUpdates, StreamOptions, StreamStats, UpdateStream};
+pub use transient::{StatusChange, Typing};

@@ -131,7 +131,11 @@ impl Mirror {
         match event {
             Event::Update(applied) => self.apply(&applied.update),
             Event::TooLong { .. } => self.stale = true,
-            Event::Gap { .. } | Event::Resumed { .. } | Event::Failed { .. } => {}
+            Event::Gap { .. }
+            | Event::Resumed { .. }
+            | Event::Failed { .. }
+            | Event::Typing(_)
+            | Event::Status(_) => {}
         }
     }
 

@@ -14,8 +14,8 @@ use tokio::{sync::mpsc, time::Instant};
 use tonic::{Status, Streaming};
 
 use crate::{
-    CatchUp, Client, Error, Sequencer, Source, State, Verdict, deleted_update, edited_update,
-    sent_update,
+    CatchUp, Client, Error, Sequencer, Source, State, StatusChange, Typing, Verdict,
+    deleted_update, edited_update, sent_update,
 };
 
 /// How an [`UpdateStream`] waits and retries.
@@ -66,6 +66,11 @@ pub enum Event {
     /// Something failed; the stream carries on (reconnecting, or retrying the catch-up after
     /// another gap wait).
     Failed { during: During, error: Error },
+    /// Transient, outside the pts order: a peer is typing (or cancelled); show it until its
+    /// `expires_at`.
+    Typing(Typing),
+    /// Transient: a user's presence changed.
+    Status(StatusChange),
 }
 
 /// Which part of the stream's work failed.
@@ -288,6 +293,15 @@ impl UpdateStream {
                     Some(stream_event::Kind::DifferenceNeeded(_)) => {
                         self.stats.difference_needed += 1;
                         self.catch_up().await;
+                    }
+                    Some(stream_event::Kind::UserTyping(t)) => self
+                        .ready
+                        .push_back(Event::Typing(Typing::arrived(t, Instant::now()))),
+                    Some(stream_event::Kind::UserStatus(s)) => {
+                        self.ready.push_back(Event::Status(StatusChange {
+                            user_id: s.user_id,
+                            status: s.status,
+                        }))
                     }
                     None => {}
                 }

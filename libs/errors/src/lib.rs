@@ -113,6 +113,11 @@ pub enum ErrorCode {
     PrivacyValueInvalid,
     /// The user has no profile photo the caller may see.
     PhotoInvalid,
+    /// SetTyping: the peer blocked the caller.
+    UserIsBlocked,
+    /// SetTyping: an action of no known kind, or a progress outside 0 to 100 (or on a kind
+    /// that has none).
+    SendActionInvalid,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
     /// A dependency did not answer in time, or went away during the call (its process died,
@@ -184,6 +189,8 @@ impl ErrorCode {
             Self::PrivacyKeyInvalid => "PRIVACY_KEY_INVALID",
             Self::PrivacyValueInvalid => "PRIVACY_VALUE_INVALID",
             Self::PhotoInvalid => "PHOTO_INVALID",
+            Self::UserIsBlocked => "USER_IS_BLOCKED",
+            Self::SendActionInvalid => "SEND_ACTION_INVALID",
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
@@ -198,7 +205,8 @@ impl ErrorCode {
             Self::MessageAuthorRequired
             | Self::EditMessagesForbidden
             | Self::ChatForwardsRestricted
-            | Self::DeleteMessagesForbidden => Code::PermissionDenied,
+            | Self::DeleteMessagesForbidden
+            | Self::UserIsBlocked => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied | Self::UsernameOccupied => {
                 Code::AlreadyExists
             }

@@ -107,6 +107,11 @@ pub struct GatewayConfig {
     /// Lookups of other users one user may make per minute before FLOOD_WAIT_X: each
     /// ResolvePhone and ResolveUsername, and each phone of an ImportContacts.
     pub lookups_per_minute: u32,
+    /// How long a user stays online after her last stream closed, so a reconnecting device
+    /// does not show her offline and online again.
+    pub offline_grace_ms: u64,
+    /// How long a call (or UpdateStatus(offline = false)) keeps a user online without a stream.
+    pub online_after_call_secs: u64,
 }
 
 impl Default for GatewayConfig {
@@ -117,6 +122,8 @@ impl Default for GatewayConfig {
             route_ttl_secs: 60,
             sends_per_minute: 30,
             lookups_per_minute: 100,
+            offline_grace_ms: 5_000,
+            online_after_call_secs: 60,
         }
     }
 }

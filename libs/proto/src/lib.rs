@@ -37,6 +37,8 @@ package!(
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
         SaveFilePartRequest, SaveFilePartResponse, SearchRequest, SendMessageRequest,
         SendMessageResponse, AffectedHistory, DeleteHistoryRequest, DeleteMessagesRequest,
+        SendMessageAction, UpdateUserStatus, UpdateUserTyping, UserStatus, send_message_action,
+        user_status,
     };
 );
 

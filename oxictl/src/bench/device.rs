@@ -164,7 +164,11 @@ impl DeviceReport {
                 };
                 self.errors.add(phase, &error.code());
             }
-            Event::Gap { .. } | Event::TooLong { .. } | Event::Resumed { .. } => {}
+            Event::Gap { .. }
+            | Event::TooLong { .. }
+            | Event::Resumed { .. }
+            | Event::Typing(_)
+            | Event::Status(_) => {}
         }
     }
 }
