@@ -11,7 +11,8 @@ use oxigram_client::{Event, StatusChange, StreamOptions, Typing, UpdateStream};
 use oxigram_proto::{
     api::v1::{BlockRequest, ResolvePhoneRequest, SetTypingRequest, StreamEvent, stream_event},
     types::v1::{
-        InputPeer, SendMessageAction, UpdateUserTyping, send_message_action::Kind, user_status,
+        InputPeer, PrivacyRule, SendMessageAction, UpdateUserTyping, privacy_rule,
+        send_message_action::Kind, user_status,
     },
 };
 use oxigram_tests::{Mode, System, TestClient, client::code};
@@ -517,5 +518,73 @@ async fn another_gateway_pushes_transient_events_and_late_typing_is_dropped() ->
         "a status is never late: {:?}",
         got[1]
     );
+    Ok(())
+}
+
+/// Alice shows her exact last seen to her contacts only: a contact hears the time on his
+/// stream and reads it in ResolvePhone, a stranger gets the approximate "recently" in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    config.gateway.offline_grace_ms = 300;
+    config.gateway.online_after_call_secs = 1;
+    let system = System::start_with(config, ground, Mode::OneProcess).await?;
+    let [alice, bob, carol] = system
+        .users([
+            ("15557501", "Alice"),
+            ("15557502", "Bob"),
+            ("15557503", "Carol"),
+        ])
+        .await?;
+    let alice_id = alice.user_id()?;
+    alice
+        .set_privacy(PrivacyRule {
+            key: privacy_rule::Key::LastSeen as i32,
+            value: privacy_rule::Value::Contacts as i32,
+            ..Default::default()
+        })
+        .await?;
+    alice.import_contacts(&[("15557502", "Bob", "")]).await?;
+    // Both have a dialog with her, so both hear of her presence.
+    let mut streams = Vec::new();
+    for viewer in [&bob, &carol] {
+        viewer.send(alice_id, 1, "hello").await?;
+        let state = viewer.get_state().await?.into();
+        streams
+            .push(UpdateStream::open((**viewer).clone(), state, StreamOptions::default()).await?);
+    }
+
+    // A call makes her online for a second, then offline.
+    alice.get_state().await?;
+    let mut seen = Vec::new();
+    for updates in &mut streams {
+        let offline = loop {
+            match next_status(updates, alice_id, Duration::from_secs(10)).await? {
+                user_status::Kind::Online(_) => continue,
+                other => break other,
+            }
+        };
+        seen.push(offline);
+    }
+    let user_status::Kind::Offline(exact) = &seen[0] else {
+        anyhow::bail!("her contact sees {:?}, not the exact time", seen[0]);
+    };
+    assert!(exact.was_online > 0);
+    assert!(
+        matches!(seen[1], user_status::Kind::Recently(_)),
+        "a stranger sees {:?}",
+        seen[1]
+    );
+    // Answers that carry her say the same.
+    for (viewer, expected) in [(&bob, &seen[0]), (&carol, &seen[1])] {
+        let her = viewer
+            .users()
+            .resolve_phone(ResolvePhoneRequest {
+                phone: "15557501".into(),
+            })
+            .await?
+            .into_inner();
+        assert_eq!(her.status.and_then(|s| s.kind).as_ref(), Some(expected));
+    }
     Ok(())
 }
