@@ -10,6 +10,17 @@ use oxigram_proto::{
 
 use crate::auth::SignedIn;
 
+impl Acting<types::GetDialogsRequest> for dialogs::GetDialogsRequest {
+    /// The caller's contacts are not passed: the gateway keeps none yet.
+    fn acting(me: SignedIn, request: types::GetDialogsRequest) -> Self {
+        Self {
+            owner_id: me.user_id,
+            request: Some(request),
+            contacts: None,
+        }
+    }
+}
+
 /// An internal request acting for the signed-in caller on her request `T`.
 pub trait Acting<T> {
     fn acting(me: SignedIn, request: T) -> Self;
@@ -41,7 +52,18 @@ acting! {
     messages::BlockRequest { owner_id } = types::BlockRequest;
     messages::GetBlockedRequest { owner_id } = types::GetBlockedRequest;
     messages::SearchRequest { owner_id } = types::SearchRequest;
-    dialogs::GetDialogsRequest { owner_id } = types::GetDialogsRequest;
+    dialogs::GetPeerDialogsRequest { owner_id } = types::GetPeerDialogsRequest;
+    dialogs::ToggleDialogPinRequest { owner_id, auth_key_id } = types::ToggleDialogPinRequest;
+    dialogs::ReorderPinnedDialogsRequest { owner_id, auth_key_id } = types::ReorderPinnedDialogsRequest;
+    dialogs::EditPeerFoldersRequest { owner_id, auth_key_id } = types::EditPeerFoldersRequest;
+    dialogs::MarkDialogUnreadRequest { owner_id, auth_key_id } = types::MarkDialogUnreadRequest;
+    dialogs::UpdateNotifySettingsRequest { owner_id, auth_key_id } = types::UpdateNotifySettingsRequest;
+    dialogs::GetNotifySettingsRequest { owner_id } = types::GetNotifySettingsRequest;
+    dialogs::SaveDraftRequest { owner_id, auth_key_id } = types::SaveDraftRequest;
+    dialogs::GetPeerSettingsRequest { owner_id } = types::GetPeerSettingsRequest;
+    dialogs::HidePeerSettingsBarRequest { owner_id } = types::HidePeerSettingsBarRequest;
+    dialogs::UpdateDialogFilterRequest { owner_id, auth_key_id } = types::UpdateDialogFilterRequest;
+    dialogs::UpdateDialogFiltersOrderRequest { owner_id, auth_key_id } = types::UpdateDialogFiltersOrderRequest;
     dialogs::ReadHistoryRequest { owner_id, auth_key_id } = types::ReadHistoryRequest;
     dialogs::GetOutboxReadDateRequest { owner_id } = types::GetOutboxReadDateRequest;
     dialogs::ReceivedMessagesRequest { owner_id, auth_key_id } = types::ReceivedMessagesRequest;

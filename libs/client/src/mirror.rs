@@ -1,13 +1,16 @@
 //! A device's local copy of its account, built only from what the device receives: per dialog
 //! the messages it knows (in the account's own box ids), the top message, the read and
-//! delivered watermarks and the unread count, kept by the same rules svc-dialogs keeps them.
+//! delivered watermarks and the unread count, and the owner's settings of it (folder, pinned
+//! order, unread mark, notification settings, draft), with her dialog filters and their
+//! order, kept by the same rules svc-dialogs keeps them.
 //!
 //! Feed it every update in pts order, each once: the [`Event`]s an [`UpdateStream`] yields
 //! ([`Mirror::follow`]), or the updates a [`Sequencer`] hands to its callback
 //! ([`Mirror::apply`]). A difference's new messages arrive in their current state (the
 //! sequencer puts them into their updates), so the copy converges whatever the path. When the
 //! log no longer holds what the device missed (`too_long`), the copy is marked stale and
-//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`.
+//! [`Mirror::reload`] rebuilds it from `GetDialogs` (both folders), `GetHistory` and
+//! `GetDialogFilters`.
 //!
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
@@ -16,7 +19,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
     api::v1::{GetDialogsRequest, GetHistoryRequest},
-    types::v1::{Dialog, InputPeer, Message, Peer, PtsUpdate, update},
+    dialog_rules::{FOLDER_ARCHIVE, FOLDER_MAIN, MAX_PINNED_DIALOGS, filter_order},
+    types::v1::{
+        Dialog, DialogFilter, DraftMessage, InputPeer, Message, Peer, PeerNotifySettings,
+        PtsUpdate, update,
+    },
 };
 
 use crate::{Client, Error, Event};
@@ -36,6 +43,14 @@ pub struct LocalDialog {
     pub read_outbox_max_id: i64,
     pub delivered_outbox_max_id: i64,
     pub unread_count: i32,
+    /// 0 the main list, 1 the archive.
+    pub folder_id: i32,
+    /// Its place among the folder's pinned dialogs: 0 not pinned, the higher the nearer the
+    /// top (only the order means something).
+    pub pinned_rank: i64,
+    pub unread_mark: bool,
+    pub notify_settings: PeerNotifySettings,
+    pub draft: Option<DraftMessage>,
     /// The dialog's messages the device knows, by box id.
     pub messages: BTreeMap<i64, Message>,
 }
@@ -58,7 +73,18 @@ impl LocalDialog {
             read_outbox_max_id: self.read_outbox_max_id,
             unread_count: self.unread_count,
             delivered_outbox_max_id: self.delivered_outbox_max_id,
+            pinned: self.pinned_rank > 0,
+            folder_id: self.folder_id,
+            unread_mark: self.unread_mark,
+            notify_settings: (self.notify_settings != PeerNotifySettings::default())
+                .then_some(self.notify_settings),
+            draft: self.draft.clone(),
         }
+    }
+
+    /// Listed by `GetDialogs`: it has a top message.
+    fn listed(&self) -> bool {
+        self.top_message_id > 0
     }
 
     /// An incoming message above the read watermark is unread, as svc-dialogs counts it.
@@ -104,6 +130,8 @@ pub struct Mirror {
     /// after its deletion (the two are handed to the log apart), and box ids are never
     /// reused: a message arriving under one of these ids was deleted already.
     deleted_unseen: HashSet<i64>,
+    /// The dialog filters by id, with their place in the owner's order.
+    filters: BTreeMap<i32, (i32, DialogFilter)>,
     stale: bool,
     stats: MirrorStats,
 }
@@ -156,6 +184,91 @@ impl Mirror {
                 d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
             }
             update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
+            update::Kind::DialogPinned(u) => self.pin(u.peer_user(), u.pinned),
+            update::Kind::PinnedDialogs(u) => {
+                let order: Vec<i64> = u.order.iter().filter_map(Peer::user_id).collect();
+                self.pinned_order(u.folder_id, &order);
+            }
+            update::Kind::FolderPeers(u) => {
+                for fp in &u.folder_peers {
+                    let d = self.dialog_mut(fp.peer_user());
+                    if d.folder_id != fp.folder_id {
+                        d.folder_id = fp.folder_id;
+                        d.pinned_rank = 0;
+                    }
+                }
+            }
+            update::Kind::DialogUnreadMark(u) => {
+                self.dialog_mut(u.peer_user()).unread_mark = u.unread
+            }
+            update::Kind::NotifySettings(u) => {
+                self.dialog_mut(u.peer_user()).notify_settings = u.settings.unwrap_or_default();
+            }
+            update::Kind::DraftMessage(u) => match &u.draft {
+                Some(draft) => {
+                    self.dialog_mut(u.peer_user()).draft = Some(DraftMessage {
+                        pts: update.pts,
+                        ..draft.clone()
+                    });
+                }
+                None => {
+                    if let Some(d) = self.dialogs.get_mut(&u.peer_user()) {
+                        let saved_at = d.draft.as_ref().map(|d| d.pts);
+                        if u.clears_pts == 0 || saved_at == Some(u.clears_pts) {
+                            d.draft = None;
+                        }
+                    }
+                }
+            },
+            update::Kind::DialogFilter(u) => match &u.filter {
+                Some(filter) => {
+                    let next = self.filters.values().map(|f| f.0).max().unwrap_or(0) + 1;
+                    let position = self.filters.get(&u.id).map_or(next, |f| f.0);
+                    self.filters.insert(u.id, (position, filter.clone()));
+                }
+                None => {
+                    self.filters.remove(&u.id);
+                }
+            },
+            update::Kind::DialogFilterOrder(u) => {
+                let current: Vec<i32> = self.filters().iter().map(|f| f.id).collect();
+                for (i, id) in filter_order(&current, &u.order).iter().enumerate() {
+                    if let Some(f) = self.filters.get_mut(id) {
+                        f.0 = i as i32 + 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pins a dialog at the head of its folder (a dialog pinned already stays where it is;
+    /// a full folder pins nothing more), or unpins it, as svc-dialogs does.
+    fn pin(&mut self, peer: i64, pinned: bool) {
+        if !pinned {
+            if let Some(d) = self.dialogs.get_mut(&peer) {
+                d.pinned_rank = 0;
+            }
+            return;
+        }
+        let folder = self.dialogs.get(&peer).map_or(FOLDER_MAIN, |d| d.folder_id);
+        let in_folder = self
+            .dialogs
+            .values()
+            .filter(|d| d.folder_id == folder && d.pinned_rank > 0);
+        let (count, top) = in_folder.fold((0, 0), |(n, top), d| (n + 1, d.pinned_rank.max(top)));
+        let d = self.dialog_mut(peer);
+        if d.pinned_rank == 0 && count < MAX_PINNED_DIALOGS {
+            d.pinned_rank = top + 1;
+        }
+    }
+
+    /// A folder's pinned dialogs become exactly `order` (of the dialogs in the folder).
+    fn pinned_order(&mut self, folder: i32, order: &[i64]) {
+        for d in self.dialogs.values_mut().filter(|d| d.folder_id == folder) {
+            d.pinned_rank = order
+                .iter()
+                .position(|p| *p == d.peer_user_id)
+                .map_or(0, |i| (order.len() - i) as i64);
         }
     }
 
@@ -199,6 +312,7 @@ impl Mirror {
         if let Some(d) = self.dialogs.get_mut(&peer) {
             d.read_inbox_max_id = d.read_inbox_max_id.max(max_id);
             d.unread_count = still_unread_count;
+            d.unread_mark = false;
         }
     }
 
@@ -252,19 +366,35 @@ impl Mirror {
         self.dialogs.get(&peer)
     }
 
-    /// The dialogs as `GetDialogs` lists them: those with a top message, newest first (by top
-    /// message date, then id, then peer).
+    /// The main list as `GetDialogs` lists it ([`dialogs_in`](Self::dialogs_in) folder 0).
     pub fn dialogs(&self) -> Vec<Dialog> {
-        let mut listed: Vec<Dialog> = self
+        self.dialogs_in(FOLDER_MAIN)
+    }
+
+    /// A folder's dialogs as `GetDialogs` lists them: those with a top message, the pinned
+    /// ones first in their order, then newest first (by top message date, then id, then peer).
+    pub fn dialogs_in(&self, folder: i32) -> Vec<Dialog> {
+        let mut listed: Vec<&LocalDialog> = self
             .dialogs
             .values()
-            .filter(|d| d.top_message_id > 0)
-            .map(LocalDialog::dialog)
+            .filter(|d| d.listed() && d.folder_id == folder)
             .collect();
         listed.sort_by_key(|d| {
-            std::cmp::Reverse((d.top_message_date, d.top_message_id, d.peer_user()))
+            std::cmp::Reverse((
+                d.pinned_rank,
+                d.top_message_date,
+                d.top_message_id,
+                d.peer_user_id,
+            ))
         });
-        listed
+        listed.into_iter().map(LocalDialog::dialog).collect()
+    }
+
+    /// The dialog filters, in the owner's order, as `GetDialogFilters` answers.
+    pub fn filters(&self) -> Vec<DialogFilter> {
+        let mut filters: Vec<&(i32, DialogFilter)> = self.filters.values().collect();
+        filters.sort_by_key(|f| f.0);
+        filters.into_iter().map(|f| f.1.clone()).collect()
     }
 
     /// A dialog's messages the device knows, newest first, as `GetHistory` pages them.
@@ -284,26 +414,41 @@ impl Mirror {
     /// dialog's next read.
     pub async fn load(client: &Client) -> Result<Self, Error> {
         let mut mirror = Self::new();
-        let mut request = GetDialogsRequest {
-            limit: RELOAD_PAGE,
-            ..GetDialogsRequest::default()
-        };
-        loop {
-            let page = client.get_dialogs(request).await?.dialogs;
-            let Some(last) = page.last() else { break };
-            request = GetDialogsRequest {
-                offset_date: last.top_message_date,
-                offset_id: last.top_message_id,
-                offset_peer: last.peer,
+        for folder_id in [FOLDER_MAIN, FOLDER_ARCHIVE] {
+            let mut request = GetDialogsRequest {
                 limit: RELOAD_PAGE,
+                folder_id,
+                ..GetDialogsRequest::default()
             };
-            let last_page = page.len() < RELOAD_PAGE as usize;
-            for dialog in page {
-                mirror.load_dialog(client, dialog).await?;
+            // The folder's pinned dialogs come first, in their order.
+            let mut pinned = Vec::new();
+            loop {
+                let page = client.get_dialogs(request).await?.dialogs;
+                let Some(last) = page.last() else { break };
+                request = GetDialogsRequest {
+                    offset_date: last.top_message_date,
+                    offset_id: last.top_message_id,
+                    offset_peer: last.peer,
+                    offset_pinned: last.pinned,
+                    limit: RELOAD_PAGE,
+                    folder_id,
+                    ..GetDialogsRequest::default()
+                };
+                let last_page = page.len() < RELOAD_PAGE as usize;
+                for dialog in page {
+                    if dialog.pinned {
+                        pinned.push(dialog.peer_user());
+                    }
+                    mirror.load_dialog(client, dialog).await?;
+                }
+                if last_page {
+                    break;
+                }
             }
-            if last_page {
-                break;
-            }
+            mirror.pinned_order(folder_id, &pinned);
+        }
+        for (i, filter) in client.get_dialog_filters().await?.into_iter().enumerate() {
+            mirror.filters.insert(filter.id, (i as i32 + 1, filter));
         }
         Ok(mirror)
     }
@@ -351,6 +496,12 @@ impl Mirror {
                 read_outbox_max_id: dialog.read_outbox_max_id,
                 delivered_outbox_max_id: dialog.delivered_outbox_max_id,
                 unread_count: dialog.unread_count,
+                folder_id: dialog.folder_id,
+                // Set by the folder's order once it is loaded.
+                pinned_rank: 0,
+                unread_mark: dialog.unread_mark,
+                notify_settings: dialog.notify_settings.unwrap_or_default(),
+                draft: dialog.draft,
                 messages,
             },
         );

@@ -92,6 +92,29 @@ pub enum ErrorCode {
     SearchQueryTooShort,
     /// A search query longer than 256 characters.
     SearchQueryTooLong,
+    /// Pinning past the most pinned dialogs a folder (or a filter) holds.
+    PinnedDialogsTooMuch,
+    /// A folder other than 0 (the main list) and 1 (the archive).
+    FolderIdInvalid,
+    /// Notification settings out of range (a negative `mute_until`).
+    NotifySettingsInvalid,
+    /// A dialog filter id out of range or not one of the caller's, or an order that is not
+    /// every filter once.
+    FilterIdInvalid,
+    /// A dialog filter without a title.
+    FilterTitleEmpty,
+    /// A dialog filter's title or emoticon too long.
+    FilterTitleInvalid,
+    /// A dialog filter that includes nothing (no category, no included or pinned peer).
+    FilterIncludeEmpty,
+    /// A dialog filter with too many pinned and included peers.
+    FilterIncludeTooMuch,
+    /// A dialog filter with too many excluded peers.
+    FilterExcludeTooMuch,
+    /// More dialog filters than a user may have.
+    DialogFiltersTooMuch,
+    /// A dialog filter sorts by contacts, and the owner's contacts are not known here.
+    FilterContactsUnavailable,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
     /// A dependency did not answer in time, or went away during the call (its process died,
@@ -153,6 +176,17 @@ impl ErrorCode {
             Self::SearchQueryEmpty => "SEARCH_QUERY_EMPTY",
             Self::SearchQueryTooShort => "SEARCH_QUERY_TOO_SHORT",
             Self::SearchQueryTooLong => "SEARCH_QUERY_TOO_LONG",
+            Self::PinnedDialogsTooMuch => "PINNED_DIALOGS_TOO_MUCH",
+            Self::FolderIdInvalid => "FOLDER_ID_INVALID",
+            Self::NotifySettingsInvalid => "NOTIFY_SETTINGS_INVALID",
+            Self::FilterIdInvalid => "FILTER_ID_INVALID",
+            Self::FilterTitleEmpty => "FILTER_TITLE_EMPTY",
+            Self::FilterTitleInvalid => "FILTER_TITLE_INVALID",
+            Self::FilterIncludeEmpty => "FILTER_INCLUDE_EMPTY",
+            Self::FilterIncludeTooMuch => "FILTER_INCLUDE_TOO_MUCH",
+            Self::FilterExcludeTooMuch => "FILTER_EXCLUDE_TOO_MUCH",
+            Self::DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
+            Self::FilterContactsUnavailable => "FILTER_CONTACTS_UNAVAILABLE",
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
@@ -169,9 +203,10 @@ impl ErrorCode {
             | Self::ChatForwardsRestricted
             | Self::DeleteMessagesForbidden => Code::PermissionDenied,
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
-            Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
-                Code::FailedPrecondition
-            }
+            Self::PhoneNumberUnoccupied
+            | Self::FilePartMissing
+            | Self::MessageNotReadYet
+            | Self::FilterContactsUnavailable => Code::FailedPrecondition,
             Self::Unavailable => Code::Unavailable,
             Self::Internal => Code::Internal,
             _ => Code::InvalidArgument,

@@ -8,6 +8,9 @@
 //! API.
 
 pub mod codec;
+pub mod dialog_rules;
+
+pub use dialog_rules::dialogs_hash;
 
 /// One proto package `oxigram.<name>.v1` as the module `<name>::v1`, with any items after
 /// the package's name added to it.
@@ -37,6 +40,12 @@ package!(
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
         SaveFilePartRequest, SaveFilePartResponse, SearchRequest, SendMessageRequest,
         SendMessageResponse, AffectedHistory, DeleteHistoryRequest, DeleteMessagesRequest,
+        DialogFilter, DialogFilters, DraftMessage, EditPeerFoldersRequest, FolderPeer,
+        GetNotifySettingsRequest, GetPeerDialogsRequest, GetPeerSettingsRequest,
+        HidePeerSettingsBarRequest, InputFolderPeer, MarkDialogUnreadRequest, PeerNotifySettings,
+        PeerSettings, PtsUpdate, ReorderPinnedDialogsRequest, SaveDraftRequest,
+        ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
+        UpdateNotifySettingsRequest,
     };
 );
 
@@ -128,10 +137,17 @@ mod peers {
         )*};
     }
     use crate::types::v1::{
-        Dialog, Message, UpdateDeliveredOutbox, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+        Dialog, FolderPeer, Message, UpdateDeliveredOutbox, UpdateDialogPinned,
+        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateNotifySettings, UpdateReadHistoryInbox,
+        UpdateReadHistoryOutbox,
     };
     peer_user!(
         Message => peer_id,
+        FolderPeer => peer,
+        UpdateDialogPinned => peer,
+        UpdateDialogUnreadMark => peer,
+        UpdateNotifySettings => peer,
+        UpdateDraftMessage => peer,
         Dialog => peer,
         UpdateReadHistoryInbox => peer,
         UpdateReadHistoryOutbox => peer,
