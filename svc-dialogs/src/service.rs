@@ -207,7 +207,7 @@ impl Dialogs for DialogsService {
                 .await
                 .map_err(Error::from)?;
             if rank > 0 {
-                (rank, i64::MAX, i64::MAX, i64::MAX)
+                (rank, r.offset_date, r.offset_id, offset_peer)
             } else {
                 (1, i64::MIN, i64::MIN, i64::MIN)
             }
