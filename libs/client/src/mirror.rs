@@ -759,6 +759,162 @@ mod tests {
         assert_eq!((stats.unknown_deletes, stats.arrived_deleted), (1, 1));
     }
 
+    fn at(pts: i32, kind: update::Kind) -> PtsUpdate {
+        PtsUpdate { pts, ..wrap(kind) }
+    }
+
+    fn pin(peer: i64, pinned: bool) -> PtsUpdate {
+        wrap(update::Kind::DialogPinned(
+            oxigram_proto::types::v1::UpdateDialogPinned {
+                peer: Some(Peer::user(peer)),
+                pinned,
+            },
+        ))
+    }
+
+    fn listed(mirror: &Mirror, folder: i32) -> Vec<(i64, bool)> {
+        mirror
+            .dialogs_in(folder)
+            .iter()
+            .map(|d| (d.peer_user(), d.pinned))
+            .collect()
+    }
+
+    #[test]
+    fn settings_apply_by_the_rules_the_server_keeps() {
+        use oxigram_proto::types::v1::{
+            FolderPeer, UpdateDialogUnreadMark, UpdateFolderPeers, UpdatePinnedDialogs,
+        };
+        let mut mirror = mirror_of(&[
+            incoming(1, BOB),
+            incoming(2, CAROL),
+            incoming(3, 9),
+            pin(BOB, true),
+            pin(CAROL, true),
+            // Pinned already: stays where it is.
+            pin(BOB, true),
+        ]);
+        assert_eq!(listed(&mirror, 0), [(CAROL, true), (BOB, true), (9, false)]);
+        mirror.apply(&wrap(update::Kind::PinnedDialogs(UpdatePinnedDialogs {
+            folder_id: 0,
+            order: vec![Peer::user(9), Peer::user(BOB)],
+        })));
+        assert_eq!(listed(&mirror, 0), [(9, true), (BOB, true), (CAROL, false)]);
+        mirror.apply(&wrap(update::Kind::FolderPeers(UpdateFolderPeers {
+            folder_peers: vec![FolderPeer {
+                peer: Some(Peer::user(9)),
+                folder_id: 1,
+            }],
+        })));
+        assert_eq!(listed(&mirror, 1), [(9, false)], "archived, unpinned");
+        assert_eq!(listed(&mirror, 0), [(BOB, true), (CAROL, false)]);
+        mirror.apply(&wrap(update::Kind::DialogUnreadMark(
+            UpdateDialogUnreadMark {
+                peer: Some(Peer::user(CAROL)),
+                unread: true,
+            },
+        )));
+        assert!(mirror.dialog(CAROL).is_some_and(|d| d.unread_mark));
+        mirror.apply(&read_inbox(CAROL, 2, 0));
+        assert!(
+            mirror.dialog(CAROL).is_some_and(|d| !d.unread_mark),
+            "a read takes it away"
+        );
+    }
+
+    #[test]
+    fn a_folder_pins_at_most_its_limit() {
+        let n = MAX_PINNED_DIALOGS as i64 + 1;
+        let mut updates: Vec<PtsUpdate> = (1..=n).map(|i| incoming(i, 100 + i)).collect();
+        updates.extend((1..=n).map(|i| pin(100 + i, true)));
+        let mirror = mirror_of(&updates);
+        let pinned: Vec<i64> = listed(&mirror, 0)
+            .into_iter()
+            .filter(|(_, pinned)| *pinned)
+            .map(|(peer, _)| peer)
+            .collect();
+        assert_eq!(pinned.len(), MAX_PINNED_DIALOGS);
+        assert!(!pinned.contains(&(100 + n)));
+    }
+
+    #[test]
+    fn a_draft_cleared_by_a_send_is_only_the_one_it_names() {
+        use oxigram_proto::types::v1::UpdateDraftMessage;
+        let save = |pts: i32, text: &str| {
+            at(
+                pts,
+                update::Kind::DraftMessage(UpdateDraftMessage {
+                    peer: Some(Peer::user(BOB)),
+                    draft: Some(DraftMessage {
+                        text: text.into(),
+                        ..DraftMessage::default()
+                    }),
+                    clears_pts: 0,
+                }),
+            )
+        };
+        let clear = |pts: i32, clears_pts: i32| {
+            at(
+                pts,
+                update::Kind::DraftMessage(UpdateDraftMessage {
+                    peer: Some(Peer::user(BOB)),
+                    draft: None,
+                    clears_pts,
+                }),
+            )
+        };
+        let draft = |m: &Mirror| {
+            m.dialog(BOB)
+                .and_then(|d| d.draft.clone())
+                .map(|d| (d.text, d.pts))
+        };
+        let mut mirror = mirror_of(&[incoming(1, BOB), save(2, "first")]);
+        assert_eq!(draft(&mirror), Some(("first".into(), 2)));
+        // Saved again after the send that clears the first: it stays.
+        mirror.apply(&save(4, "second"));
+        mirror.apply(&clear(5, 2));
+        assert_eq!(draft(&mirror), Some(("second".into(), 4)));
+        mirror.apply(&clear(6, 4));
+        assert_eq!(draft(&mirror), None);
+        // Saved empty (no clears_pts): gone whatever it was.
+        mirror.apply(&save(7, "third"));
+        mirror.apply(&clear(8, 0));
+        assert_eq!(draft(&mirror), None);
+    }
+
+    #[test]
+    fn filters_keep_their_place_and_take_an_order() {
+        use oxigram_proto::types::v1::{UpdateDialogFilter, UpdateDialogFilterOrder};
+        let filter = |id: i32, title: &str| {
+            wrap(update::Kind::DialogFilter(UpdateDialogFilter {
+                id,
+                filter: Some(DialogFilter {
+                    id,
+                    title: title.into(),
+                    ..DialogFilter::default()
+                }),
+            }))
+        };
+        let mut mirror = mirror_of(&[
+            filter(2, "a"),
+            filter(3, "b"),
+            filter(4, "c"),
+            filter(2, "a2"),
+        ]);
+        mirror.apply(&wrap(update::Kind::DialogFilterOrder(
+            UpdateDialogFilterOrder { order: vec![4, 2] },
+        )));
+        let titles =
+            |m: &Mirror| -> Vec<String> { m.filters().into_iter().map(|f| f.title).collect() };
+        assert_eq!(titles(&mirror), ["c", "a2", "b"]);
+        mirror.apply(&wrap(update::Kind::DialogFilter(UpdateDialogFilter {
+            id: 4,
+            filter: None,
+        })));
+        mirror.apply(&filter(5, "d"));
+        assert_eq!(titles(&mirror), ["a2", "b", "d"]);
+    }
+
     #[test]
     fn a_too_long_stream_marks_the_copy_stale() {
         let mut mirror = Mirror::new();
