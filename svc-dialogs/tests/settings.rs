@@ -483,7 +483,9 @@ async fn a_filter_lists_its_pinned_peers_then_what_its_rules_take() -> anyhow::R
         non_contacts: true,
         ..Default::default()
     };
-    let table: Vec<(&str, DialogFilter, &[i64], Vec<(i64, bool)>)> = vec![
+    // (case, filter, the owner's contacts, the peers listed and whether pinned)
+    type Case<'a> = (&'a str, DialogFilter, &'a [i64], Vec<(i64, bool)>);
+    let table: Vec<Case> = vec![
         (
             "every private chat, newest first",
             everyone.clone(),

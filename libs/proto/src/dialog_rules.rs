@@ -116,7 +116,8 @@ mod tests {
         let page = vec![dialog(2, 5), dialog(3, 4)];
         let base = dialogs_hash(&page);
         assert_eq!(base, dialogs_hash(&page.clone()), "stable");
-        let changes: Vec<(&str, Box<dyn Fn(&mut Vec<Dialog>)>)> = vec![
+        type Change = Box<dyn Fn(&mut Vec<Dialog>)>;
+        let changes: Vec<(&str, Change)> = vec![
             ("order", Box::new(|p| p.swap(0, 1))),
             ("a new top message", Box::new(|p| p[0].top_message_id = 6)),
             ("unread count", Box::new(|p| p[1].unread_count = 1)),
