@@ -306,10 +306,13 @@ impl Dialogs for DialogsService {
                 &format!("from 1 to {MAX_PEERS} peers"),
             ));
         }
-        let mut moves = Vec::with_capacity(r.folder_peers.len());
+        let mut moves: Vec<FolderPeer> = Vec::with_capacity(r.folder_peers.len());
         for fp in &r.folder_peers {
             let peer = require_peer(fp.peer.as_ref(), owner_id)?;
             settings::check_folder(fp.folder_id)?;
+            // The last word on a peer counts: the update names each peer once, so applying
+            // it at once or one by one gives the same.
+            moves.retain(|m| m.peer_user() != peer);
             moves.push(FolderPeer {
                 peer: Some(Peer::user(peer)),
                 folder_id: fp.folder_id,

@@ -708,6 +708,11 @@ async fn pins_order_folders_and_the_unread_mark_on_the_api() -> anyhow::Result<(
         .reorder_pinned_dialogs(0, vec![InputPeer::user(d)], true)
         .await?;
     assert_eq!(pinned_peers(&alice, 0).await?, [d], "force unpins the rest");
+    // The last word on a peer counts: moved there and back is no move, and keeps the pin.
+    alice
+        .edit_peer_folders(vec![(InputPeer::user(d), 1), (InputPeer::user(d), 0)])
+        .await?;
+    assert_eq!(pinned_peers(&alice, 0).await?, [d]);
     alice
         .edit_peer_folders(vec![(InputPeer::user(d), 1)])
         .await?;
