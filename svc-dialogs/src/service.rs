@@ -217,9 +217,14 @@ impl Dialogs for DialogsService {
         let dialogs = store::page(&self.pool, owner_id, r.folder_id, after, limit)
             .await
             .map_err(Error::from)?;
-        let count = store::folder_count(&self.pool, owner_id, r.folder_id)
-            .await
-            .map_err(Error::from)?;
+        // Counted on the first page only: on later ones it would be most of their cost.
+        let count = if first {
+            store::folder_count(&self.pool, owner_id, r.folder_id)
+                .await
+                .map_err(Error::from)?
+        } else {
+            0
+        };
         Ok(Response::new(answer_page(dialogs, count, r.hash)))
     }
 
