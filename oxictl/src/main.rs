@@ -5,6 +5,7 @@
 mod bench;
 mod device;
 mod format;
+mod people;
 mod settings;
 
 /// The bench client shares the machine with the system it measures: the allocator the services
@@ -204,6 +205,15 @@ enum Command {
         #[command(subcommand)]
         command: settings::FolderCommand,
     },
+    /// Your contacts: import by phone, list, delete.
+    #[command(subcommand)]
+    Contacts(people::ContactsCommand),
+    /// Your username, or another user's by hers.
+    #[command(subcommand)]
+    Username(people::UsernameCommand),
+    /// Your privacy rules: who sees your phone, last seen and photo, who finds you by phone.
+    #[command(subcommand)]
+    Privacy(people::PrivacyCommand),
     /// Load generator: creates users, sends through the gateway, measures send and push
     /// latency, losses and duplicates, offline catch-up, getDifference, the dispatch drain
     /// rate and a raw-Postgres baseline; the last line of stdout is a JSON summary.
@@ -326,6 +336,20 @@ fn show_update(u: &PtsUpdate) -> String {
             None => format!("dialog filter {} deleted", f.id),
         },
         Some(update::Kind::DialogFilterOrder(o)) => format!("dialog filters ordered {:?}", o.order),
+        Some(update::Kind::Profile(p)) => match &p.user {
+            Some(u) => format!("profile now {}", people::show_user(u)),
+            None => "profile changed".into(),
+        },
+        Some(update::Kind::Privacy(p)) => match &p.rule {
+            Some(rule) => format!("privacy rule {}", people::show_rule(rule)),
+            None => "privacy changed".into(),
+        },
+        Some(update::Kind::Contact(c)) if c.deleted => {
+            format!("contact {} deleted", c.user_id)
+        }
+        Some(update::Kind::Contact(c)) => {
+            format!("contact {} is {} {}", c.user_id, c.first_name, c.last_name)
+        }
         None => "unknown update".into(),
     };
     format!("[pts {}] {what}", u.pts)
@@ -372,10 +396,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Me => {
             let c = DeviceClient::open(&path).await?;
             let me = c.client.get_me().await?;
-            println!(
-                "user {} ({}, +{}), device pts {}",
-                me.id, me.first_name, me.phone, c.device.pts
-            );
+            println!("{}, device pts {}", people::show_user(&me), c.device.pts);
         }
         Command::Send {
             to,
@@ -455,6 +476,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Mute(args) => settings::mute(&path, args).await?,
         Command::Draft(args) => settings::draft(&path, args).await?,
         Command::Folder { command } => settings::folder(&path, command).await?,
+        Command::Contacts(command) => people::contacts(&path, command).await?,
+        Command::Username(command) => people::username(&path, command).await?,
+        Command::Privacy(command) => people::privacy(&path, command).await?,
     }
     Ok(())
 }
@@ -765,8 +789,7 @@ async fn watch(
     Ok(())
 }
 
-/// A user id from a phone number (`+…`) or a plain id.
-/// A peer named by phone, id, or `me` (the user herself: Saved Messages).
+/// A peer named by phone, `@username`, id, or `me` (the user herself: Saved Messages).
 async fn input_peer(c: &Client, who: &str) -> anyhow::Result<InputPeer> {
     Ok(match who {
         "me" => InputPeer::me(),
@@ -774,11 +797,16 @@ async fn input_peer(c: &Client, who: &str) -> anyhow::Result<InputPeer> {
     })
 }
 
+/// A user id from a phone number (`+…`), a username (`@…`) or a plain id.
 async fn resolve(c: &Client, who: &str) -> anyhow::Result<i64> {
     if let Some(phone) = who.strip_prefix('+') {
         return Ok(c.resolve_phone(phone).await?.id);
     }
-    who.parse().context("name a user by id or by +phone")
+    if who.starts_with('@') {
+        return people::resolve_username(c, who).await;
+    }
+    who.parse()
+        .context("name a user by id, +phone or @username")
 }
 
 #[cfg(test)]

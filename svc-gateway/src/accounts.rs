@@ -4,20 +4,41 @@
 use oxigram_proto::types::v1::User;
 use sqlx::PgPool;
 
-/// A row of users.
-#[derive(sqlx::FromRow)]
-struct UserRow {
-    id: i64,
-    first_name: String,
-    phone: String,
+/// The columns of users a [`Profile`] reads, for the statements that read one.
+#[macro_export]
+macro_rules! profile_columns {
+    () => {
+        "id, phone, first_name, last_name, username, about, photo_file_id"
+    };
 }
 
-impl From<UserRow> for User {
-    fn from(r: UserRow) -> Self {
+/// A user's profile as stored: what she sees of herself. Others see it through the user view
+/// (`user_view.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Profile {
+    pub id: i64,
+    pub phone: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub username: Option<String>,
+    pub about: String,
+    /// A file reference of hers in svc-media; 0 when she has no photo.
+    pub photo_file_id: i64,
+}
+
+impl Profile {
+    /// The user as she sees herself: everything.
+    pub fn own_view(&self) -> User {
         User {
-            id: r.id,
-            first_name: r.first_name,
-            phone: r.phone,
+            id: self.id,
+            first_name: self.first_name.clone(),
+            phone: self.phone.clone(),
+            last_name: self.last_name.clone(),
+            username: self.username.clone().unwrap_or_default(),
+            about: self.about.clone(),
+            photo_id: self.photo_file_id,
+            contact: false,
+            mutual_contact: false,
         }
     }
 }
@@ -136,13 +157,15 @@ pub async fn check_login_code(
 }
 
 /// The user of a phone number (unique index on users.phone).
-pub async fn user_by_phone(pool: &PgPool, phone: &str) -> Result<Option<User>, sqlx::Error> {
-    let row: Option<UserRow> =
-        sqlx::query_as("SELECT id, first_name, phone FROM users WHERE phone = $1")
-            .bind(phone)
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.map(User::from))
+pub async fn user_by_phone(pool: &PgPool, phone: &str) -> Result<Option<Profile>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        profile_columns!(),
+        " FROM users WHERE phone = $1"
+    ))
+    .bind(phone)
+    .fetch_optional(pool)
+    .await
 }
 
 /// Creates a user; `None` when the phone is taken.
@@ -150,23 +173,24 @@ pub async fn insert_user(
     pool: &PgPool,
     phone: &str,
     first_name: &str,
-) -> Result<Option<User>, sqlx::Error> {
-    let row: Option<UserRow> = sqlx::query_as(include_str!("../sql/insert_user.sql"))
+) -> Result<Option<Profile>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/insert_user.sql"))
         .bind(phone)
         .bind(first_name)
         .fetch_optional(pool)
-        .await?;
-    Ok(row.map(User::from))
+        .await
 }
 
-/// Users by id (primary key of users).
-pub async fn users_by_ids(pool: &PgPool, ids: &[i64]) -> Result<Vec<User>, sqlx::Error> {
-    let rows: Vec<UserRow> =
-        sqlx::query_as("SELECT id, first_name, phone FROM users WHERE id = ANY($1) ORDER BY id")
-            .bind(ids)
-            .fetch_all(pool)
-            .await?;
-    Ok(rows.into_iter().map(User::from).collect())
+/// Profiles by id, ascending (primary key of users).
+pub async fn profiles_by_ids(pool: &PgPool, ids: &[i64]) -> Result<Vec<Profile>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        profile_columns!(),
+        " FROM users WHERE id = ANY($1) ORDER BY id"
+    ))
+    .bind(ids)
+    .fetch_all(pool)
+    .await
 }
 
 /// One signed-in device of a user (dates in Unix seconds; `bound_at` 0 when never bound).

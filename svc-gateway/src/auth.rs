@@ -250,7 +250,9 @@ impl Auth for AuthApi {
         self.verify_code(&phone, &r.phone_code_hash, &r.code)
             .await?;
         self.bind(me, user.id).await?;
-        Ok(Response::new(Authorization { user: Some(user) }))
+        Ok(Response::new(Authorization {
+            user: Some(user.own_view()),
+        }))
     }
 
     async fn sign_up(
@@ -260,18 +262,10 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
-        check_text("first_name", &r.first_name)?;
-        let first_name = r.first_name.trim();
-        if first_name.is_empty() || first_name.chars().count() > 64 {
-            return Err(Error::new(
-                ErrorCode::FirstnameInvalid,
-                "a first name is 1 to 64 characters",
-            )
-            .into());
-        }
+        let first_name = crate::profile::first_name("first_name", &r.first_name)?;
         self.verify_code(&phone, &r.phone_code_hash, &r.code)
             .await?;
-        let user = accounts::insert_user(&self.0.pool, &phone, first_name)
+        let user = accounts::insert_user(&self.0.pool, &phone, &first_name)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| {
@@ -281,7 +275,9 @@ impl Auth for AuthApi {
                 ))
             })?;
         self.bind(me, user.id).await?;
-        Ok(Response::new(Authorization { user: Some(user) }))
+        Ok(Response::new(Authorization {
+            user: Some(user.own_view()),
+        }))
     }
 
     async fn log_out(

@@ -45,7 +45,7 @@ impl DialogsApi {
         let users = if dialogs.is_empty() {
             Vec::new()
         } else {
-            self.0.users_of(&messages, &peers).await?
+            self.0.users_of(me, &messages, &peers).await?
         };
         Ok(DialogsSlice {
             dialogs,

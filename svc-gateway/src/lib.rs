@@ -1,19 +1,27 @@
 //! svc-gateway: the client front door. It owns accounts, auth keys and login codes;
 //! authenticates every call by its auth key; composes client responses from the domain
 //! services; holds the devices' live update streams, registers their routes in Redis, and
-//! takes pushes from svc-dispatch.
+//! takes pushes from svc-dispatch. It also owns what users know of each other (profiles,
+//! usernames, privacy rules, contacts) and projects every user it returns through the
+//! viewer's rights (`user_view.rs`).
 
 pub mod accounts;
 mod acting;
 pub mod auth;
 mod cache;
+mod contacts_api;
 mod dialogs_api;
 mod hub;
 mod media_api;
 mod messages_api;
 mod outbound;
+mod own_updates;
+pub mod people;
+pub mod privacy;
+pub mod profile;
 mod rate_limit;
 mod updates_api;
+pub mod user_view;
 mod users_api;
 
 use std::{
@@ -24,11 +32,16 @@ use std::{
     time::Duration,
 };
 
-use oxigram_kit::{Config, GrpcChannel, startup::Starting};
+use oxigram_kit::{
+    Config, GrpcChannel,
+    startup::{self, Starting},
+};
+use oxigram_outbox::Outbox;
 use oxigram_proto::{
     api::v1::{
-        auth_server::AuthServer, dialogs_server::DialogsServer, media_server::MediaServer,
-        messages_server::MessagesServer, updates_server::UpdatesServer, users_server::UsersServer,
+        auth_server::AuthServer, contacts_server::ContactsServer, dialogs_server::DialogsServer,
+        media_server::MediaServer, messages_server::MessagesServer, updates_server::UpdatesServer,
+        users_server::UsersServer,
     },
     dialogs::v1::dialogs_client::DialogsClient,
     gateway::v1::gateway_push_server::GatewayPushServer,
@@ -58,7 +71,12 @@ pub struct Gateway {
     media: MediaClient<GrpcChannel>,
     hub: Arc<hub::Hub>,
     routes: Routes,
-    send_limiter: rate_limit::SendLimiter,
+    send_limiter: rate_limit::Limiter,
+    /// Resolving phones and usernames, importing contacts: enumeration of users is slow.
+    lookup_limiter: rate_limit::Limiter,
+    /// The updates of users' own changes (profile, privacy, contacts) on their way to their logs.
+    outbox: Outbox,
+    to_updates: outbound::ToUpdates,
     caches: cache::Caches,
     push_endpoint: String,
     /// Set when a stream's route could not be written: the route keeper registers every
@@ -80,6 +98,12 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     } = outbound::Outbound::connect(&config)?;
     let hub = Arc::new(hub::Hub::default());
     let redis = RedisHandle::new(config.redis_url()?)?;
+    let outbox = Outbox::new(
+        start.pool.clone(),
+        SCHEMA,
+        startup::relay_config(&config.outbox),
+    );
+    let to_updates = outbound::ToUpdates::new(updates.clone());
     let gateway = Arc::new(Gateway {
         pool: start.pool.clone(),
         messages,
@@ -92,11 +116,20 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             &config.redis_key_prefix,
             Duration::from_secs(config.gateway.route_ttl_secs),
         ),
-        send_limiter: rate_limit::SendLimiter::new(
-            redis,
+        send_limiter: rate_limit::Limiter::new(
+            redis.clone(),
             &config.redis_key_prefix,
+            "send",
             config.gateway.sends_per_minute,
         ),
+        lookup_limiter: rate_limit::Limiter::new(
+            redis,
+            &config.redis_key_prefix,
+            "lookup",
+            config.gateway.lookups_per_minute,
+        ),
+        outbox: outbox.clone(),
+        to_updates: to_updates.clone(),
         push_endpoint: config
             .gateway
             .advertise_push
@@ -108,18 +141,23 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         shutdown: shutdown.clone(),
         config: config.clone(),
     });
+    let relay = outbox.relay(to_updates).run(shutdown.clone());
     let background = {
         let shutdown = shutdown.clone();
         let gateway = gateway.clone();
         async move {
             tokio::join!(
                 refresh_routes(&gateway, &shutdown),
-                keep_routes(&gateway, &shutdown)
+                keep_routes(&gateway, &shutdown),
+                relay
             );
         }
     };
     let routes = tonic::service::Routes::new(AuthServer::new(auth::AuthApi(gateway.clone())))
         .add_service(UsersServer::new(users_api::UsersApi(gateway.clone())))
+        .add_service(ContactsServer::new(contacts_api::ContactsApi(
+            gateway.clone(),
+        )))
         .add_service(MessagesServer::new(messages_api::MessagesApi(
             gateway.clone(),
         )))

@@ -30,8 +30,13 @@ pub const MAX_CLIENT_MESSAGE_IDS: usize = 200;
 
 impl Gateway {
     /// The users named by these messages (senders, peers, and a forward's original sender and
-    /// the dialog it was saved from).
-    pub async fn users_of(&self, messages: &[Message], also: &[i64]) -> Result<Vec<User>, Status> {
+    /// the dialog it was saved from), and `also`, as `viewer` sees them.
+    pub async fn users_of(
+        &self,
+        viewer: i64,
+        messages: &[Message],
+        also: &[i64],
+    ) -> Result<Vec<User>, Status> {
         let forwarded = messages.iter().filter_map(|m| m.fwd_from).flat_map(|f| {
             [
                 Some(f.from_user_id),
@@ -40,17 +45,13 @@ impl Gateway {
             .into_iter()
             .flatten()
         });
-        let mut ids: Vec<i64> = messages
+        let ids: Vec<i64> = messages
             .iter()
             .flat_map(|m| [m.from_user_id, m.peer_user()])
             .chain(forwarded)
             .chain(also.iter().copied())
             .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        Ok(accounts::users_by_ids(&self.pool, &ids)
-            .await
-            .map_err(Error::from)?)
+        self.users_for(viewer, &ids).await
     }
 
     /// The messages of `owner_id`'s box with these ids (those she has), from svc-messages.
@@ -87,7 +88,7 @@ impl Gateway {
             return Ok(());
         }
         if peer > 0
-            && !accounts::users_by_ids(&self.pool, &[peer])
+            && !accounts::profiles_by_ids(&self.pool, &[peer])
                 .await
                 .map_err(Error::from)?
                 .is_empty()
@@ -205,7 +206,7 @@ impl Messages for MessagesApi {
         let request = messages_svc::GetHistoryRequest::acting(me, request);
         let history = self.0.messages.clone().get_history(request).await;
         let messages = history.map_err(forward)?.into_inner().messages;
-        let users = self.0.users_of(&messages, &[peer]).await?;
+        let users = self.0.users_of(me.user_id, &messages, &[peer]).await?;
         Ok(Response::new(MessagesSlice { messages, users }))
     }
 
@@ -222,7 +223,7 @@ impl Messages for MessagesApi {
             .into());
         }
         let messages = self.0.messages_by_ids(me.user_id, request).await?;
-        let users = self.0.users_of(&messages, &[]).await?;
+        let users = self.0.users_of(me.user_id, &messages, &[]).await?;
         Ok(Response::new(MessagesSlice { messages, users }))
     }
 
@@ -319,9 +320,7 @@ impl Messages for MessagesApi {
         let request = messages_svc::GetBlockedRequest::acting(me, request);
         let blocked = self.0.messages.clone().get_blocked(request).await;
         let ids = blocked.map_err(forward)?.into_inner().user_ids;
-        let users = accounts::users_by_ids(&self.0.pool, &ids)
-            .await
-            .map_err(Error::from)?;
+        let users = self.0.users_for(me.user_id, &ids).await?;
         Ok(Response::new(Blocked { users }))
     }
 
@@ -337,7 +336,7 @@ impl Messages for MessagesApi {
         let request = messages_svc::SearchRequest::acting(me, request);
         let found = self.0.messages.clone().search(request).await;
         let found = found.map_err(forward)?.into_inner();
-        let users = self.0.users_of(&found.messages, &[]).await?;
+        let users = self.0.users_of(me.user_id, &found.messages, &[]).await?;
         Ok(Response::new(FoundMessages {
             messages: found.messages,
             users,

@@ -1,13 +1,25 @@
 //! Everything svc-gateway sends to other services: the calls that answer the client API, to
 //! the domain services it composes (svc-messages, svc-updates, svc-dialogs, svc-media), each
-//! through its generated client. There is no outbox here: every call is one the client waits
-//! for, and nothing the gateway writes is a fact another service must learn of.
+//! through its generated client; and the updates of a user's own changes to what the gateway
+//! owns (her profile, privacy rules and contacts), events for her log written to this
+//! service's outbox in the transaction that made them, handed on to svc-updates right after
+//! commit, with the relay delivering whatever that missed. svc-updates deduplicates by event
+//! id.
 
 use oxigram_kit::{Config, GrpcChannel};
+use oxigram_outbox::{Destination, NewRow, Outbox, OutboxMessage, Refused, decode_payloads};
 use oxigram_proto::{
-    dialogs::v1::dialogs_client::DialogsClient, media::v1::media_client::MediaClient,
-    messages::v1::messages_client::MessagesClient, updates::v1::updates_client::UpdatesClient,
+    dialogs::v1::dialogs_client::DialogsClient,
+    media::v1::media_client::MediaClient,
+    messages::v1::messages_client::MessagesClient,
+    types::v1::UserEvent,
+    updates::v1::{AppendRequest, AppendResponse, updates_client::UpdatesClient},
 };
+use prost::Message as _;
+use uuid::Uuid;
+
+/// The outbox destination of the events for svc-updates.
+pub const TO_UPDATES: &str = "updates";
 
 /// A client of each service the gateway calls.
 pub struct Outbound {
@@ -38,5 +50,56 @@ impl Outbound {
             ("dialogs", s.dialogs.endpoint.clone()),
             ("media", s.media.endpoint.clone()),
         ]
+    }
+}
+
+/// The outbox row of an event for svc-updates, whose id is `event_id`.
+pub fn row(event_id: Uuid, event: &UserEvent) -> NewRow {
+    NewRow::new(TO_UPDATES, event_id, event.encode_to_vec())
+}
+
+/// The way to svc-updates for the events of this service's outbox: the relay's destination
+/// and the fast path.
+#[derive(Clone)]
+pub struct ToUpdates {
+    client: UpdatesClient<GrpcChannel>,
+}
+
+impl ToUpdates {
+    pub fn new(client: UpdatesClient<GrpcChannel>) -> Self {
+        Self { client }
+    }
+
+    async fn append(&self, events: Vec<UserEvent>) -> Result<AppendResponse, tonic::Status> {
+        Ok(self
+            .client
+            .clone()
+            .append(AppendRequest { events })
+            .await?
+            .into_inner())
+    }
+
+    /// Hands `events`, whose outbox rows are `rows`, on at once and waits for svc-updates to
+    /// log them: their pts. `None` when it did not answer: the relay delivers them later.
+    pub async fn fast_path(
+        &self,
+        outbox: &Outbox,
+        events: Vec<UserEvent>,
+        rows: &[i64],
+    ) -> Option<AppendResponse> {
+        outbox
+            .deliver_now(TO_UPDATES, rows, self.append(events))
+            .await
+    }
+}
+
+impl Destination for ToUpdates {
+    const NAME: &'static str = TO_UPDATES;
+
+    async fn deliver(&self, batch: &[OutboxMessage]) -> Result<(), Refused> {
+        self.append(decode_payloads(batch)?)
+            .await
+            .map(|_| ())
+            .map_err(oxigram_kit::refused)
     }
 }

@@ -119,7 +119,12 @@ impl Updates for UpdatesApi {
         request: Request<GetDifferenceRequest>,
     ) -> Result<Response<Difference>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        Ok(Response::new(self.0.difference(me.user_id, request).await?))
+        let mut difference = self.0.difference(me.user_id, request).await?;
+        difference.users = self
+            .0
+            .users_of(me.user_id, &difference.new_messages, &[])
+            .await?;
+        Ok(Response::new(difference))
     }
 
     async fn ack(&self, request: Request<AckRequest>) -> Result<Response<DeviceState>, Status> {

@@ -64,9 +64,9 @@ async fn users_by_phone_and_by_ids() -> anyhow::Result<()> {
         Some(alice.clone())
     );
     // Ordered by id; unknown ids are left out.
-    let found = accounts::users_by_ids(pool, &[bob.id, 999_999, alice.id]).await?;
+    let found = accounts::profiles_by_ids(pool, &[bob.id, 999_999, alice.id]).await?;
     assert_eq!(found, vec![alice, bob]);
-    assert!(accounts::users_by_ids(pool, &[]).await?.is_empty());
+    assert!(accounts::profiles_by_ids(pool, &[]).await?.is_empty());
     Ok(())
 }
 
@@ -187,4 +187,174 @@ fn chrono_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+mod people_store {
+    use anyhow::Context;
+    use svc_gateway::{
+        accounts,
+        people::{self, ContactName},
+        privacy::{Key, Rule, Value},
+    };
+
+    use super::schema;
+
+    fn contact(id: i64, first: &str, last: &str) -> ContactName {
+        ContactName {
+            contact_user_id: id,
+            first_name: first.into(),
+            last_name: last.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn usernames_are_unique_whatever_their_case() -> anyhow::Result<()> {
+        let db = schema().await?;
+        let pool = &db.pool;
+        let ann = accounts::insert_user(pool, "100", "Ann")
+            .await?
+            .context("new")?;
+        let bob = accounts::insert_user(pool, "200", "Bob")
+            .await?
+            .context("new")?;
+        let mut tx = pool.begin().await?;
+        let mut p = people::lock_profile(&mut tx, ann.id)
+            .await?
+            .context("ann")?;
+        p.username = Some("Ann_K".into());
+        p.last_name = "Karlsson".into();
+        p.about = "maps".into();
+        p.photo_file_id = 42;
+        assert!(people::save_profile(&mut tx, &p).await?);
+        tx.commit().await?;
+        assert_eq!(
+            people::profile_by_username(pool, "ann_k").await?,
+            Some(p.clone())
+        );
+        assert_eq!(
+            people::profile_by_username(pool, "ANN_K").await?,
+            Some(p.clone())
+        );
+        assert_eq!(people::profile_by_username(pool, "nobody").await?, None);
+        // Bob cannot take it in another case; his transaction is refused.
+        let mut tx = pool.begin().await?;
+        let mut b = people::lock_profile(&mut tx, bob.id)
+            .await?
+            .context("bob")?;
+        b.username = Some("ANN_k".into());
+        assert!(!people::save_profile(&mut tx, &b).await?);
+        drop(tx);
+        assert_eq!(
+            accounts::profiles_by_ids(pool, &[bob.id]).await?[0].username,
+            None
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn privacy_rules_replace_and_default() -> anyhow::Result<()> {
+        let db = schema().await?;
+        let pool = &db.pool;
+        let ann = accounts::insert_user(pool, "100", "Ann")
+            .await?
+            .context("new")?;
+        let rules = people::privacy_rules(pool, &[ann.id], &Key::ALL).await?;
+        for key in Key::ALL {
+            assert_eq!(rules.of(ann.id, key), Rule::default_for(key));
+        }
+        let nobody_but = Rule {
+            key: Key::PhoneNumber,
+            value: Value::Nobody,
+            allow: vec![7, 9],
+            deny: vec![],
+        };
+        let mut tx = pool.begin().await?;
+        people::set_privacy_rule(&mut tx, ann.id, &Rule::default_for(Key::PhoneNumber)).await?;
+        people::set_privacy_rule(&mut tx, ann.id, &nobody_but).await?;
+        tx.commit().await?;
+        let rules = people::privacy_rules(pool, &[ann.id], &[Key::PhoneNumber]).await?;
+        assert_eq!(rules.of(ann.id, Key::PhoneNumber), nobody_but);
+        // A key not asked for reads as its default.
+        let others = people::privacy_rules(pool, &[ann.id], &[Key::LastSeen]).await?;
+        assert_eq!(
+            others.of(ann.id, Key::PhoneNumber),
+            Rule::default_for(Key::PhoneNumber)
+        );
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn contacts_are_added_renamed_listed_and_deleted() -> anyhow::Result<()> {
+        let db = schema().await?;
+        let pool = &db.pool;
+        let mut ids = vec![];
+        for (phone, name) in [("100", "Ann"), ("200", "Bob"), ("300", "Cat")] {
+            ids.push(
+                accounts::insert_user(pool, phone, name)
+                    .await?
+                    .context("new")?
+                    .id,
+            );
+        }
+        let (ann, bob, cat) = (ids[0], ids[1], ids[2]);
+        assert_eq!(
+            people::users_by_phones(pool, &["200".into(), "999".into()]).await?,
+            [(bob, "200".to_owned())]
+        );
+        let mut tx = pool.begin().await?;
+        // Bob given twice: the last names count.
+        let added = people::upsert_contacts(
+            &mut tx,
+            ann,
+            &[
+                contact(bob, "B", ""),
+                contact(cat, "Cat", "C"),
+                contact(bob, "Bobby", ""),
+            ],
+        )
+        .await?;
+        tx.commit().await?;
+        assert_eq!(added, [contact(bob, "Bobby", ""), contact(cat, "Cat", "C")]);
+        let (count, version) = people::contacts_summary(pool, ann).await?;
+        assert_eq!((count, version), (2, 1));
+        // The same names again change nothing, not even the version.
+        let mut tx = pool.begin().await?;
+        let same = people::upsert_contacts(&mut tx, ann, &[contact(bob, "Bobby", "")]).await?;
+        tx.commit().await?;
+        assert!(same.is_empty());
+        assert_eq!(people::contacts_summary(pool, ann).await?, (2, 1));
+        // Pages by id.
+        assert_eq!(people::contacts_page(pool, ann, 0, 1).await?, [bob]);
+        assert_eq!(people::contacts_page(pool, ann, bob, 10).await?, [cat]);
+        assert!(people::contacts_page(pool, ann, cat, 10).await?.is_empty());
+        // As Ann finds them: her names; Bob keeps her once he imports her.
+        let mut tx = pool.begin().await?;
+        people::upsert_contacts(&mut tx, bob, &[contact(ann, "Annie", "")]).await?;
+        tx.commit().await?;
+        let found = people::profiles_for_viewer(pool, ann, &[cat, bob, 999]).await?;
+        let seen: Vec<_> = found
+            .iter()
+            .map(|f| {
+                (
+                    f.profile.id,
+                    f.contact_first_name.as_deref(),
+                    f.keeps_viewer,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [(bob, Some("Bobby"), true), (cat, Some("Cat"), false)]
+        );
+        assert_eq!(people::kept_by(pool, ann, &[bob, cat]).await?, [bob]);
+        // Deleted: only those she had.
+        let mut tx = pool.begin().await?;
+        let deleted = people::delete_contacts(&mut tx, ann, &[cat, 999]).await?;
+        tx.commit().await?;
+        assert_eq!(deleted, [cat]);
+        assert_eq!(people::contacts_summary(pool, ann).await?, (1, 2));
+        let cat_now = people::profiles_for_viewer(pool, ann, &[cat]).await?;
+        assert_eq!(cat_now[0].contact_first_name, None);
+        Ok(())
+    }
 }

@@ -1,9 +1,10 @@
 //! The search benchmark: fills a fresh database with one user's messages (and other users'
-//! messages beside them), then times word and substring queries through the store's own
-//! search and prints their p50/p99 and the plan the database uses.
+//! messages beside them), indexes them through the search indexer, then times word and
+//! word-beginning queries through the store's own search (also while some of her newest
+//! bodies are still queued) and prints their p50/p99 and the plans the database uses.
 //!
-//! `OXIGRAM_TEST_INFRA=local cargo run -p svc-messages --example bench_search -- \
-//!     [--messages 200000] [--others 200000] [--queries 300]`
+//! `OXIGRAM_TEST_INFRA=local cargo run --release -p svc-messages --example bench_search -- \
+//!     [--messages 200000] [--others 200000] [--queries 300] [--queued 1000]`
 
 mod common;
 
@@ -12,7 +13,11 @@ use common::{flag, percentile};
 use std::time::{Duration, Instant};
 
 use oxigram_testkit::store::Migrated;
-use svc_messages::store::{self, SearchQuery};
+use svc_messages::{
+    search_index,
+    search_words::QueryWords,
+    store::{self, SearchQuery},
+};
 
 const OWNER: i64 = 1;
 /// The owner's dialogs.
@@ -45,26 +50,62 @@ fn vocabulary() -> Vec<String> {
     words
 }
 
-fn plan_text(plan: &[String]) -> String {
-    plan.first().cloned().unwrap_or_default()
-}
-
-/// The rows the plan's top node returned.
-fn plan_rows(top: &str) -> Option<i64> {
-    let rows = top.split("rows=").nth(1)?;
-    rows.split(' ').next()?.parse().ok()
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     common::on_fresh_database(|db| async move { measure(&db).await }).await
 }
 
-/// Fills the database, runs the queries and prints their figures and plans.
+/// Times `texts` as searches of `peer` (0 = every dialog); prints p50/p99 and returns the
+/// median and the slowest text.
+async fn time_queries(
+    db: &Migrated,
+    name: &str,
+    texts: &[String],
+    peer: i64,
+) -> anyhow::Result<(String, String)> {
+    let mut times = Vec::with_capacity(texts.len());
+    let mut hits = 0;
+    for text in texts {
+        let q = query(text, peer)?;
+        let t = Instant::now();
+        hits += store::search(&db.pool, &q).await?.messages.len();
+        times.push((t.elapsed(), text));
+    }
+    times.sort_unstable();
+    let durations: Vec<Duration> = times.iter().map(|(d, _)| *d).collect();
+    println!(
+        "{name:<32} {} queries: p50 {:>7.2?}  p99 {:>7.2?}  max {:>7.2?}  ({:.1} found per page)",
+        texts.len(),
+        percentile(&durations, 0.50),
+        percentile(&durations, 0.99),
+        percentile(&durations, 1.0),
+        hits as f64 / texts.len() as f64
+    );
+    Ok((
+        times[times.len() / 2].1.clone(),
+        times[times.len() - 1].1.clone(),
+    ))
+}
+
+fn query(text: &str, peer: i64) -> anyhow::Result<SearchQuery> {
+    Ok(SearchQuery {
+        owner: OWNER,
+        peer,
+        words: QueryWords::parse(text).map_err(|e| anyhow::anyhow!("{text:?}: {e:?}"))?,
+        min_date: 0,
+        max_date: i64::MAX,
+        from: 0,
+        below_id: i64::MAX,
+        limit: 20,
+    })
+}
+
+/// Fills the database, indexes it, runs the queries and prints their figures and plans.
 async fn measure(db: &Migrated) -> anyhow::Result<()> {
     let messages = flag("--messages", 200_000)? as i64;
     let others = flag("--others", 200_000)? as i64;
     let queries = flag("--queries", 300)?;
+    let lag = flag("--queued", 1_000)? as i64;
     let words = vocabulary();
 
     let started = Instant::now();
@@ -76,7 +117,6 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
         .bind(&words)
         .execute(&db.pool)
         .await?;
-    sqlx::query("ANALYZE").execute(&db.pool).await?;
     println!(
         "filled: {messages} messages of user {OWNER} over {PEERS} dialogs, {others} of other \
          users, {} words, in {:.1?}",
@@ -84,92 +124,87 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
         started.elapsed()
     );
 
-    // Words across the vocabulary (common and rare alike), and 4-character pieces of them.
+    // Every body through the indexer, as the service's indexer takes them.
+    sqlx::query("INSERT INTO search_queue (body_id) SELECT id FROM message_bodies")
+        .execute(&db.pool)
+        .await?;
+    let started = Instant::now();
+    let mut indexed = 0;
+    loop {
+        match search_index::index_queued(&db.pool, search_index::BATCH).await? {
+            0 => break,
+            n => indexed += n,
+        }
+    }
+    let took = started.elapsed();
+    sqlx::query("VACUUM ANALYZE").execute(&db.pool).await?;
+    let (keys, size): (i64, String) = sqlx::query_as(
+        "SELECT count(*), pg_size_pretty(pg_total_relation_size('message_words')) \
+         FROM message_words",
+    )
+    .fetch_one(&db.pool)
+    .await?;
+    println!(
+        "indexed: {indexed} bodies in {took:.1?} ({:.0} bodies/s), {keys} keys, {size} with \
+         their index",
+        indexed as f64 / took.as_secs_f64()
+    );
+
+    // Words across the vocabulary (common and rare alike), and their first 4 characters.
     let pick = |i: usize| &words[(i * 104_729 + 7) % words.len()];
     let word_queries: Vec<String> = (0..queries).map(|i| pick(i).clone()).collect();
-    let substring_queries: Vec<String> = (0..queries)
-        .map(|i| {
-            let w: Vec<char> = pick(i + queries).chars().collect();
-            let start = i % (w.len().saturating_sub(3)).max(1);
-            w[start..(start + 4).min(w.len())].iter().collect()
-        })
+    let prefix_queries: Vec<String> = (0..queries)
+        .map(|i| pick(i + queries).chars().take(4).collect())
         .collect();
-    let query = |text: &str, peer: i64| SearchQuery {
-        owner: OWNER,
-        peer,
-        text: text.to_owned(),
-        min_date: 0,
-        max_date: i64::MAX,
-        from: 0,
-        below_id: i64::MAX,
-        limit: 20,
-    };
 
+    // Warm up: the pool's connections and the caches.
+    for text in word_queries.iter().take(20) {
+        store::search(&db.pool, &query(text, 0)?).await?;
+    }
+    let mut slowest = Vec::new();
     let cases: [(&str, &[String], i64); 3] = [
         ("word, every dialog", &word_queries, 0),
         ("word, one dialog", &word_queries, OWNER + 1),
-        ("substring, every dialog", &substring_queries, 0),
+        ("word beginning, every dialog", &prefix_queries, 0),
     ];
-    // Warm up: the pool's connections and the caches.
-    for text in word_queries.iter().take(20) {
-        store::search(&db.pool, &query(text, 0)).await?;
-    }
-    let mut slowest = Vec::new();
     for (name, texts, peer) in cases {
-        let mut times = Vec::with_capacity(texts.len());
-        let mut hits = 0;
-        for text in texts {
-            let t = Instant::now();
-            hits += store::search(&db.pool, &query(text, peer)).await?.len();
-            times.push((t.elapsed(), text));
-        }
-        times.sort_unstable();
-        let durations: Vec<Duration> = times.iter().map(|(d, _)| *d).collect();
-        println!(
-            "{name:<24} {} queries: p50 {:>7.2?}  p99 {:>7.2?}  max {:>7.2?}  ({:.1} found per page)",
-            texts.len(),
-            percentile(&durations, 0.50),
-            percentile(&durations, 0.99),
-            percentile(&durations, 1.0),
-            hits as f64 / texts.len() as f64
-        );
-        let median = times[times.len() / 2].1;
-        let worst = times[times.len() - 1].1;
-        slowest.push((name, "median", median.clone(), peer));
-        slowest.push((name, "slowest", worst.clone(), peer));
+        let (median, worst) = time_queries(db, name, texts, peer).await?;
+        slowest.push((name, "median", median, peer));
+        slowest.push((name, "slowest", worst, peer));
     }
 
-    // The plans of a median and of the slowest query of each kind, as the service plans them:
-    // the first step always, the second when the first did not fill the page.
+    // The same words while the indexer lags: the newest bodies still queued.
+    sqlx::query(
+        "INSERT INTO search_queue (body_id) \
+         SELECT body_id FROM message_boxes WHERE owner_id = $1 ORDER BY box_id DESC LIMIT $2",
+    )
+    .bind(OWNER)
+    .bind(lag)
+    .execute(&db.pool)
+    .await?;
+    time_queries(db, &format!("word, {lag} of hers queued"), &word_queries, 0).await?;
+
+    // The plans of the candidates' statement for a median and the slowest query of each kind,
+    // with the first round's size.
     for (name, which, text, peer) in slowest {
-        let pattern = store::contains_pattern(&text);
-        for (step, sql) in [
-            ("newest boxes", include_str!("../sql/search_recent.sql")),
-            ("index", include_str!("../sql/search_indexed.sql")),
-        ] {
-            let explain = format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}");
-            let mut plan = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
-                .persistent(false)
-                .bind(OWNER)
-                .bind(peer)
-                .bind(&pattern)
-                .bind(0_i64)
-                .bind(i64::MAX)
-                .bind(0_i64)
-                .bind(i64::MAX)
-                .bind(20_i64);
-            if step == "newest boxes" {
-                plan = plan.bind(20 * store::RECENT_BOXES_PER_RESULT);
-            }
-            let plan: Vec<String> = plan.fetch_all(&db.pool).await?;
-            println!("\nplan of the {which} {name} query {text:?}, step {step}:");
-            for line in &plan {
-                println!("  {line}");
-            }
-            let filled = plan_rows(&plan_text(&plan)) == Some(20);
-            if step == "newest boxes" && filled {
-                break;
-            }
+        let q = query(&text, peer)?;
+        let explain = format!(
+            "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {}",
+            include_str!("../sql/search_candidates.sql")
+        );
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(explain))
+            .persistent(false)
+            .bind(OWNER)
+            .bind(peer)
+            .bind(q.words.lead())
+            .bind(q.words.lead_end())
+            .bind(i64::MAX)
+            .bind(40_i64)
+            .fetch_all(&db.pool)
+            .await?;
+        println!("\nplan of the {which} {name} query {text:?}, first round of candidates:");
+        for line in &plan {
+            println!("  {line}");
         }
     }
 

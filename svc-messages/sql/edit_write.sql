@@ -3,4 +3,7 @@
 edited AS (
     UPDATE message_bodies SET text = $1, entities = $2, edit_date = $3, edit_version = $4
     WHERE id = $5
+), requeued AS (
+    -- The new text's words are indexed again (primary key of search_queue).
+    INSERT INTO search_queue (body_id) VALUES ($5) ON CONFLICT DO NOTHING
 )

@@ -7,7 +7,8 @@
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
 //! An edit is its own transaction (`edit`), and so is a delete (`delete`); both hand their
 //! events on the same way. A forward (`forward`) is a send of each source message's content,
-//! with a forward header.
+//! with a forward header. Search reads word keys per owner, which an indexer
+//! (`search_index`) writes from a queue each write of a body adds to.
 
 pub mod delete;
 pub mod edit;
@@ -16,6 +17,8 @@ pub mod forward;
 mod group_commit;
 mod outbound;
 mod rows;
+pub mod search_index;
+pub mod search_words;
 pub mod send;
 mod service;
 pub mod store;
@@ -66,7 +69,11 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         to_updates.clone(),
     );
     let relay = outbox.relay(to_updates).run(shutdown.clone());
+    let indexer = search_index::run(start.pool.clone(), shutdown.clone());
+    let background = async move {
+        tokio::join!(relay, indexer);
+    };
     let deps = vec![("updates", config.services.updates.endpoint.clone())];
     let routes = tonic::service::Routes::new(MessagesServer::new(service));
-    start.serve(routes, deps, relay, shutdown).await
+    start.serve(routes, deps, background, shutdown).await
 }

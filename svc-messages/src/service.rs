@@ -4,10 +4,10 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
-        ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
-        messages_server::Messages,
+        BlockRequest, BlockedByRequest, BlockedByResponse, DeleteHistoryRequest,
+        DeleteMessagesRequest, EditMessageRequest, ForwardMessagesRequest, GetBlockedRequest,
+        GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList, SearchRequest,
+        SearchResponse, SendMessageRequest, messages_server::Messages,
     },
     require_peer,
     types::v1::{
@@ -28,6 +28,7 @@ use crate::{
     forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
+    search_words::{QueryRefused, QueryWords},
     send::{self, NewMessage},
     store::{self, HistoryWindow, SearchQuery},
 };
@@ -44,8 +45,6 @@ pub const MAX_IDS: usize = 1000;
 pub const MAX_ADD_OFFSET: i32 = 100;
 /// Most blocked users one page returns.
 pub const MAX_BLOCKED_LIMIT: i32 = 100;
-/// Shortest search query, in Unicode code points: the trigram index looks up three.
-pub const MIN_SEARCH_CODE_POINTS: usize = 3;
 /// Longest search query, in Unicode code points.
 pub const MAX_SEARCH_CODE_POINTS: usize = 256;
 /// Most messages one search page returns.
@@ -477,48 +476,58 @@ impl Messages for MessagesService {
         Ok(Response::new(GetBlockedResponse { user_ids }))
     }
 
+    async fn blocked_by(
+        &self,
+        request: Request<BlockedByRequest>,
+    ) -> Result<Response<BlockedByResponse>, Status> {
+        let BlockedByRequest { user_id, owner_ids } = request.into_inner();
+        if owner_ids.len() > MAX_IDS {
+            return Err(status(ErrorCode::LimitInvalid, "too many owners"));
+        }
+        let owner_ids = store::blocked_by(&self.pool, user_id, &owner_ids)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(BlockedByResponse { owner_ids }))
+    }
+
     async fn search(
         &self,
         request: Request<SearchRequest>,
     ) -> Result<Response<SearchResponse>, Status> {
         let SearchRequest { owner_id, request } = request.into_inner();
         let query = search_query(owner_id, request.unwrap_or_default())?;
-        let messages = store::search(&self.pool, &query)
+        let page = store::search(&self.pool, &query)
             .await
             .map_err(Error::from)?;
-        // A full page may have more after it; a short one is the last.
-        let next_offset_id = match messages.last() {
-            Some(last) if messages.len() == query.limit as usize => last.id,
-            _ => 0,
-        };
         Ok(Response::new(SearchResponse {
-            messages,
-            next_offset_id,
+            messages: page.messages,
+            next_offset_id: page.next_offset_id,
         }))
     }
 }
 
-/// Checks a search request: a query of 3..=256 characters once trimmed, non-negative ids and
+/// Checks a search request: a query of at most 256 characters with a word of 3 characters or
+/// more (or a character of a script written without spaces) to look up, non-negative ids and
 /// dates, limit 1..=100 (0 = 20).
 fn search_query(owner_id: i64, r: types::SearchRequest) -> Result<SearchQuery, Status> {
     check_text("q", &r.q)?;
     let text = r.q.trim();
-    let chars = text.chars().count();
-    if chars == 0 {
-        return Err(status(ErrorCode::SearchQueryEmpty, "the query has no text"));
-    }
-    if chars < MIN_SEARCH_CODE_POINTS {
-        return Err(status(
-            ErrorCode::SearchQueryTooShort,
-            "the query is shorter than 3 characters",
-        ));
-    }
-    if chars > MAX_SEARCH_CODE_POINTS {
+    if text.chars().count() > MAX_SEARCH_CODE_POINTS {
         return Err(status(
             ErrorCode::SearchQueryTooLong,
             "the query is longer than 256 characters",
         ));
     }
+    let words = QueryWords::parse(text).map_err(|refused| match refused {
+        QueryRefused::Empty => status(
+            ErrorCode::SearchQueryEmpty,
+            "the query has no letters or digits",
+        ),
+        QueryRefused::TooShort => status(
+            ErrorCode::SearchQueryTooShort,
+            "the query has no word of 3 characters or more",
+        ),
+    })?;
     // No peer searches every dialog; a peer names one as everywhere else.
     let peer = match &r.peer {
         None => 0,
@@ -540,7 +549,7 @@ fn search_query(owner_id: i64, r: types::SearchRequest) -> Result<SearchQuery, S
     Ok(SearchQuery {
         owner: owner_id,
         peer,
-        text: text.to_owned(),
+        words,
         min_date: r.min_date,
         max_date: if r.max_date == 0 {
             i64::MAX
@@ -709,10 +718,31 @@ mod tests {
             ),
             (
                 types::SearchRequest {
+                    q: "?!...".into(),
+                    ..ok.clone()
+                },
+                Some("SEARCH_QUERY_EMPTY"),
+            ),
+            (
+                types::SearchRequest {
                     q: " ab ".into(),
                     ..ok.clone()
                 },
                 Some("SEARCH_QUERY_TOO_SHORT"),
+            ),
+            (
+                types::SearchRequest {
+                    q: "a b-c d".into(),
+                    ..ok.clone()
+                },
+                Some("SEARCH_QUERY_TOO_SHORT"),
+            ),
+            (
+                types::SearchRequest {
+                    q: "猫".into(),
+                    ..ok.clone()
+                },
+                None,
             ),
             (
                 types::SearchRequest {
@@ -815,7 +845,7 @@ mod tests {
         let q = search_query(1, ok).ok();
         let q = q
             .as_ref()
-            .map(|q| (q.text.as_str(), q.limit, q.max_date, q.below_id));
+            .map(|q| (q.words.lead(), q.limit, q.max_date, q.below_id));
         assert_eq!(q, Some(("hello", 20, i64::MAX, i64::MAX)));
     }
 

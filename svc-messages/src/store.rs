@@ -1,11 +1,11 @@
-//! The owner-view reads of messages (history, messages by id) and the block list.
+//! The owner-view reads of messages (history, messages by id, search) and the block list.
 
 use std::sync::LazyLock;
 
 use oxigram_proto::types::v1::Message;
-use sqlx::{PgPool, Postgres, postgres::PgArguments, query::QueryAs};
+use sqlx::PgPool;
 
-use crate::rows::MessageRow;
+use crate::{rows::MessageRow, search_words::QueryWords};
 
 /// The messages of `box_query`, a query of message_boxes rows (sql/messages_of_boxes.sql).
 pub(crate) fn messages_of(box_query: &str) -> String {
@@ -30,6 +30,21 @@ pub async fn set_blocked(
         .execute(pool)
         .await?;
     Ok(())
+}
+
+/// Which of `owners` blocked `user_id` (primary key of blocks, one probe per owner).
+pub async fn blocked_by(
+    pool: &PgPool,
+    user_id: i64,
+    owners: &[i64],
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT owner_id FROM blocks WHERE owner_id = ANY($1) AND blocked_user_id = $2",
+    )
+    .bind(owners)
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
 }
 
 /// Blocked users after `after`, ascending (primary key of blocks).
@@ -140,12 +155,13 @@ pub async fn by_ids(pool: &PgPool, owner: i64, ids: &[i64]) -> Result<Vec<Messag
 }
 
 /// A search of one owner's messages, checked at the boundary.
+#[derive(Debug, Clone)]
 pub struct SearchQuery {
     pub owner: i64,
     /// The dialog searched (0 = every dialog).
     pub peer: i64,
-    /// The text to find, as the owner typed it (trimmed, 3 characters or more).
-    pub text: String,
+    /// What the messages' text must match.
+    pub words: QueryWords,
     /// Inclusive date bounds, Unix seconds.
     pub min_date: i64,
     pub max_date: i64,
@@ -157,63 +173,105 @@ pub struct SearchQuery {
     pub limit: i32,
 }
 
-/// The `ILIKE` pattern matching `text` anywhere, its own wildcards taken literally.
-pub fn contains_pattern(text: &str) -> String {
-    let mut pattern = String::with_capacity(text.len() + 2);
-    pattern.push('%');
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            pattern.push('\\');
-        }
-        pattern.push(c);
+impl SearchQuery {
+    /// Whether a message the index or the queue offered is one the search asked for.
+    fn wants(&self, m: &Message) -> bool {
+        (self.min_date..=self.max_date).contains(&m.date)
+            && (self.from == 0 || m.from_user_id == self.from)
+            && self.words.matches(&m.text)
     }
-    pattern.push('%');
-    pattern
 }
 
-/// How many of the owner's newest boxes a search tests per message it may return, before it
-/// looks the text up in the index instead.
-pub const RECENT_BOXES_PER_RESULT: i64 = 100;
-
-/// The owner's messages whose current text contains `q.text`, ignoring case, newest first,
-/// in two steps of bounded cost. First the newest `RECENT_BOXES_PER_RESULT * limit` boxes are
-/// tested (sql/search_recent.sql): a text in more than about one message in a hundred fills
-/// the page there. Otherwise the text is rarer than that, and its bodies are looked up in
-/// index message_bodies_search (sql/search_indexed.sql), which answers the whole page,
-/// whatever the first step found. Each statement is planned for its own arguments (not a
-/// cached generic plan), so that a dialog's search walks message_boxes_history.
-pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<Vec<Message>, sqlx::Error> {
-    let pattern = contains_pattern(&q.text);
-    let limit = q.limit as i64;
-    let recent = search_step(include_str!("../sql/search_recent.sql"), q, &pattern)
-        .bind(limit * RECENT_BOXES_PER_RESULT)
-        .fetch_all(pool)
-        .await?;
-    let rows = if recent.len() as i64 == limit {
-        recent
-    } else {
-        search_step(include_str!("../sql/search_indexed.sql"), q, &pattern)
-            .fetch_all(pool)
-            .await?
-    };
-    Ok(rows.into_iter().map(Message::from).collect())
+/// One page of a search, newest first.
+pub struct SearchPage {
+    pub messages: Vec<Message>,
+    /// Where the next page starts (box ids below it), 0 when the search has nothing more.
+    pub next_offset_id: i64,
 }
 
-/// One step of [`search`], its parameters bound up to `$8` (the page's size); planned for
-/// these arguments, not a cached generic plan.
-fn search_step<'q>(
-    sql: &'static str,
-    q: &'q SearchQuery,
-    pattern: &'q str,
-) -> QueryAs<'q, Postgres, MessageRow, PgArguments> {
-    sqlx::query_as(sql)
-        .persistent(false)
+/// Candidates a search reads first for a page of `limit`, and at most in one round.
+const FIRST_CANDIDATES: i64 = 32;
+const MAX_CANDIDATES: i64 = 1024;
+/// Candidates one page reads at most: a query whose filters (dates, sender, stale keys of an
+/// edited text) turn down more answers a shorter page that says where to go on.
+const PAGE_CANDIDATES: usize = 4096;
+
+/// The owner's messages matching `q.words`, newest first. Bodies the indexer has taken are
+/// found through message_words (sql/search_candidates.sql), read in rounds of growing size
+/// until the page is full; bodies still queued are tested as they are
+/// (sql/search_queued.sql). The queue is read first: a body leaves it in the transaction
+/// that indexes it, so that a body the first read misses is in the index the second reads.
+/// Every candidate is tested against the current text by the one rule of
+/// [`QueryWords::matches`], so a key an edit made stale finds nothing.
+pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<SearchPage, sqlx::Error> {
+    static QUEUED: LazyLock<String> =
+        LazyLock::new(|| messages_of(include_str!("../sql/search_queued.sql")));
+    let queued: Vec<MessageRow> = sqlx::query_as(QUEUED.as_str())
         .bind(q.owner)
         .bind(q.peer)
-        .bind(pattern)
-        .bind(q.min_date)
-        .bind(q.max_date)
-        .bind(q.from)
         .bind(q.below_id)
-        .bind(q.limit as i64)
+        .fetch_all(pool)
+        .await?;
+    let mut found: Vec<Message> = queued
+        .into_iter()
+        .map(Message::from)
+        .filter(|m| q.wants(m))
+        .collect();
+
+    let limit = q.limit as usize;
+    let lead_end = q.words.lead_end();
+    let mut seek = q.below_id;
+    let mut want = FIRST_CANDIDATES.max(2 * q.limit as i64);
+    let mut read = 0;
+    // The index was read down to `seek`, all of it when `exhausted`.
+    let exhausted = loop {
+        let candidates: Vec<i64> = sqlx::query_scalar(include_str!("../sql/search_candidates.sql"))
+            .persistent(false)
+            .bind(q.owner)
+            .bind(q.peer)
+            .bind(q.words.lead())
+            .bind(&lead_end)
+            .bind(seek)
+            .bind(want)
+            .fetch_all(pool)
+            .await?;
+        read += candidates.len();
+        let last_round = (candidates.len() as i64) < want;
+        if let Some(&lowest) = candidates.last() {
+            seek = lowest;
+        }
+        found.extend(
+            by_ids(pool, q.owner, &candidates)
+                .await?
+                .into_iter()
+                .filter(|m| q.wants(m)),
+        );
+        if last_round {
+            break true;
+        }
+        if found.iter().filter(|m| m.id >= seek).count() >= limit || read >= PAGE_CANDIDATES {
+            break false;
+        }
+        want = (want * 4).min(MAX_CANDIDATES);
+    };
+
+    // Below `seek` only queued bodies were read; they belong to a later page unless the index
+    // has nothing more.
+    if !exhausted {
+        found.retain(|m| m.id >= seek);
+    }
+    found.sort_unstable_by_key(|m| std::cmp::Reverse(m.id));
+    found.dedup_by_key(|m| m.id);
+    let next_offset_id = match found.len() >= limit {
+        true => {
+            found.truncate(limit);
+            found.last().map_or(0, |m| m.id)
+        }
+        false if !exhausted => seek,
+        false => 0,
+    };
+    Ok(SearchPage {
+        messages: found,
+        next_offset_id,
+    })
 }

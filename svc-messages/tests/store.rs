@@ -13,6 +13,8 @@ use svc_messages::{
     delete::{self, Delete, DeleteOutcome, Deleted, MAX_DELETE_BATCH, Targets},
     edit::{self, Edit, EditOutcome},
     forward::Forward,
+    search_index,
+    search_words::QueryWords,
     send::{self, NewMessage, SendOutcome, Sent},
     store::{self, HistoryWindow, SearchQuery},
 };
@@ -495,7 +497,8 @@ async fn a_forward_is_a_send_with_its_header_in_every_owners_view() -> anyhow::R
             ..search_of("pass it")
         },
     )
-    .await?;
+    .await?
+    .messages;
     assert_eq!(
         found.iter().map(header).collect::<Vec<_>>(),
         [None, Some((ANN, original.date, 1, BOB, 2)), Some(first)]
@@ -652,6 +655,21 @@ async fn the_block_list_pages_by_user_id() -> anyhow::Result<()> {
             "after {after}, limit {limit}"
         );
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn blocked_by_names_the_owners_who_block_the_user() -> anyhow::Result<()> {
+    let (db, _outbox) = schema().await?;
+    store::set_blocked(&db.pool, ANN, CAROL, true).await?;
+    store::set_blocked(&db.pool, BOB, CAROL, true).await?;
+    store::set_blocked(&db.pool, BOB, CAROL, false).await?;
+    store::set_blocked(&db.pool, CAROL, ANN, true).await?;
+    let mut by = store::blocked_by(&db.pool, CAROL, &[ANN, BOB, 99]).await?;
+    by.sort_unstable();
+    assert_eq!(by, [ANN]);
+    assert!(store::blocked_by(&db.pool, ANN, &[BOB]).await?.is_empty());
+    assert_eq!(store::blocked_by(&db.pool, ANN, &[CAROL]).await?, [CAROL]);
     Ok(())
 }
 
@@ -930,7 +948,7 @@ fn search_of(text: &str) -> SearchQuery {
     SearchQuery {
         owner: ANN,
         peer: 0,
-        text: text.into(),
+        words: QueryWords::parse(text).unwrap_or_else(|refused| panic!("{text:?}: {refused:?}")),
         min_date: 0,
         max_date: i64::MAX,
         from: 0,
@@ -939,18 +957,50 @@ fn search_of(text: &str) -> SearchQuery {
     }
 }
 
+async fn page(db: &Migrated, q: &SearchQuery) -> anyhow::Result<(Vec<i64>, i64)> {
+    let page = store::search(&db.pool, q).await?;
+    Ok((
+        page.messages.iter().map(|m| m.id).collect(),
+        page.next_offset_id,
+    ))
+}
+
 async fn found(db: &Migrated, q: &SearchQuery) -> anyhow::Result<Vec<i64>> {
-    Ok(store::search(&db.pool, q)
-        .await?
-        .iter()
-        .map(|m| m.id)
-        .collect())
+    Ok(page(db, q).await?.0)
+}
+
+/// Runs the search indexer until the queue is empty; returns how many bodies it indexed.
+async fn index_all(db: &Migrated) -> anyhow::Result<usize> {
+    let mut indexed = 0;
+    loop {
+        match search_index::index_queued(&db.pool, search_index::BATCH).await? {
+            0 => return Ok(indexed),
+            n => indexed += n,
+        }
+    }
+}
+
+async fn queued(db: &Migrated) -> anyhow::Result<Vec<i64>> {
+    Ok(
+        sqlx::query_scalar("SELECT body_id FROM search_queue ORDER BY body_id")
+            .fetch_all(&db.pool)
+            .await?,
+    )
+}
+
+/// (owner, key, box id) of every indexed key.
+async fn keys(db: &Migrated) -> anyhow::Result<Vec<(i64, String, i64)>> {
+    Ok(
+        sqlx::query_as("SELECT owner_id, word, box_id FROM message_words ORDER BY 1, 2, 3")
+            .fetch_all(&db.pool)
+            .await?,
+    )
 }
 
 #[tokio::test]
-async fn search_matches_words_and_substrings_ignoring_case() -> anyhow::Result<()> {
+async fn search_matches_word_beginnings_ignoring_case_queued_and_indexed() -> anyhow::Result<()> {
     let (db, outbox) = schema().await?;
-    // Ann's box ids 1..=6; Bob's 1..=4 (his dialog with Ann); Carol's 1..=2.
+    // Ann's box ids 1..=7; Bob's 1..=4 (his dialog with Ann); Carol's 1..=3.
     let batch = [
         new(ANN, BOB, 1, "Hello Bob, lunch today?"),
         new(BOB, ANN, 2, "HELLO ann! Lunch at noon"),
@@ -958,37 +1008,99 @@ async fn search_matches_words_and_substrings_ignoring_case() -> anyhow::Result<(
         new(CAROL, ANN, 4, "Othello is on tonight"),
         new(ANN, BOB, 5, "100% sure_thing"),
         new(ANN, BOB, 6, "nothing to see"),
+        new(CAROL, ANN, 7, "我说你好"),
     ];
     send::send(&db.pool, &outbox, &batch).await?;
     // A message of Bob's and Carol's dialog Ann is no part of.
-    send_one(&db, &outbox, new(BOB, CAROL, 7, "hello from bob to carol")).await?;
+    send_one(&db, &outbox, new(BOB, CAROL, 8, "hello from bob to carol")).await?;
 
     // (query, Ann's ids found, newest first)
-    let cases: [(&str, &[i64]); 8] = [
-        ("hello", &[4, 3, 2, 1]),
-        ("HeLLo", &[4, 3, 2, 1]),
+    let cases: [(&str, &[i64]); 14] = [
+        ("hello", &[3, 2, 1]),
+        ("HeLLo", &[3, 2, 1]),
         ("lunch", &[2, 1]),
-        ("ello a", &[2]),
-        ("thell", &[4]),
-        ("0% s", &[5]),
-        // Wildcards are literal.
-        ("e_t", &[5]),
+        ("lun hel", &[2, 1]),
+        ("noon lunch", &[2]),
+        ("hello noon carol", &[]),
+        // A word's inside is not its beginning.
+        ("thello", &[]),
+        ("thing", &[5]),
+        ("sure_thing", &[5]),
+        ("100% sure", &[5]),
+        ("nothin", &[6]),
+        ("你好", &[7]),
+        ("说", &[7]),
         ("zebra", &[]),
     ];
-    for (text, ids) in cases {
-        assert_eq!(found(&db, &search_of(text)).await?, ids, "query {text:?}");
+    // First from the queue alone, then from the index alone.
+    assert_eq!(queued(&db).await?.len(), 8);
+    for indexed in [false, true] {
+        if indexed {
+            assert_eq!(index_all(&db).await?, 8);
+            assert_eq!(queued(&db).await?, Vec::<i64>::new());
+        }
+        for (text, ids) in cases {
+            assert_eq!(
+                found(&db, &search_of(text)).await?,
+                ids,
+                "query {text:?} indexed {indexed}"
+            );
+        }
+        // Bob's view: his own ids, never Ann's dialogs with others.
+        let bobs = SearchQuery {
+            owner: BOB,
+            ..search_of("hello")
+        };
+        let bobs = store::search(&db.pool, &bobs).await?.messages;
+        assert_eq!(
+            bobs.iter()
+                .map(|m| (m.id, m.peer_user(), m.out))
+                .collect::<Vec<_>>(),
+            [(5, CAROL, true), (2, ANN, true), (1, ANN, false)],
+            "indexed {indexed}"
+        );
     }
-    // Bob's view: his own ids, never Ann's dialogs with others.
-    let bobs = SearchQuery {
-        owner: BOB,
-        ..search_of("hello")
-    };
-    let bobs = store::search(&db.pool, &bobs).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_indexer_keys_each_live_box_by_its_current_words() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    send::send(
+        &db.pool,
+        &outbox,
+        &[new(ANN, BOB, 1, "Draft, draft!"), new(ANN, ANN, 2, "note")],
+    )
+    .await?;
+    assert_eq!(index_all(&db).await?, 2);
+    let k = |owner: i64, word: &str, box_id: i64| (owner, word.to_owned(), box_id);
     assert_eq!(
-        bobs.iter()
-            .map(|m| (m.id, m.peer_user(), m.out))
-            .collect::<Vec<_>>(),
-        [(5, CAROL, true), (2, ANN, true), (1, ANN, false)]
+        keys(&db).await?,
+        [k(ANN, "draft", 1), k(ANN, "note", 2), k(BOB, "draft", 1)]
+    );
+
+    // An edit queues its body again; its new words are added.
+    edit_one(&db, &outbox, ANN, BOB, 1, "final draft").await?;
+    assert_eq!(queued(&db).await?.len(), 1);
+    assert_eq!(index_all(&db).await?, 1);
+    assert_eq!(
+        keys(&db).await?,
+        [
+            k(ANN, "draft", 1),
+            k(ANN, "final", 1),
+            k(ANN, "note", 2),
+            k(BOB, "draft", 1),
+            k(BOB, "final", 1)
+        ]
+    );
+
+    // A delete in Ann's view only removes her keys of the box.
+    delete_one(&db, &outbox, ANN, Targets::Ids(vec![1]), false).await?;
+    assert_eq!(queued(&db).await?.len(), 1);
+    assert_eq!(index_all(&db).await?, 1);
+    assert_eq!(
+        keys(&db).await?,
+        [k(ANN, "note", 2), k(BOB, "draft", 1), k(BOB, "final", 1)]
     );
     Ok(())
 }
@@ -1061,18 +1173,48 @@ async fn search_filters_by_peer_date_and_sender() -> anyhow::Result<()> {
             &[8, 7],
         ),
     ];
-    for (q, ids) in cases {
-        assert_eq!(
-            found(&db, &q).await?,
-            ids,
-            "peer {} from {} dates {}..={}",
-            q.peer,
-            q.from,
-            q.min_date,
-            q.max_date
-        );
+    for indexed in [false, true] {
+        if indexed {
+            index_all(&db).await?;
+        }
+        for (q, ids) in &cases {
+            assert_eq!(
+                found(&db, q).await?,
+                *ids,
+                "peer {} from {} dates {}..={} indexed {indexed}",
+                q.peer,
+                q.from,
+                q.min_date,
+                q.max_date
+            );
+        }
     }
     Ok(())
+}
+
+/// Every page of `q`, following next_offset_id: (ids of each page).
+async fn pages(db: &Migrated, q: SearchQuery) -> anyhow::Result<Vec<Vec<i64>>> {
+    let mut pages = Vec::new();
+    let mut below_id = i64::MAX;
+    loop {
+        let (ids, next) = page(
+            db,
+            &SearchQuery {
+                below_id,
+                ..q.clone()
+            },
+        )
+        .await?;
+        pages.push(ids);
+        if next == 0 {
+            return Ok(pages);
+        }
+        anyhow::ensure!(
+            next < below_id,
+            "next_offset_id {next} does not move below {below_id}"
+        );
+        below_id = next;
+    }
 }
 
 #[tokio::test]
@@ -1085,25 +1227,18 @@ async fn search_pages_return_every_match_once_newest_first() -> anyhow::Result<(
         })
         .collect();
     send::send(&db.pool, &outbox, &batch).await?;
+    // The 12 oldest are indexed, the rest still queued: pages cross from one to the other.
+    search_index::index_queued(&db.pool, 12).await?;
 
-    let mut all: Vec<i64> = Vec::new();
-    let mut below_id = i64::MAX;
-    loop {
-        let page = found(
-            &db,
-            &SearchQuery {
-                below_id,
-                limit: 7,
-                ..search_of("needle")
-            },
-        )
-        .await?;
-        all.extend(&page);
-        match page.last() {
-            Some(&last) if page.len() == 7 => below_id = last,
-            _ => break,
-        }
-    }
+    let all: Vec<i64> = pages(
+        &db,
+        SearchQuery {
+            limit: 7,
+            ..search_of("needle")
+        },
+    )
+    .await?
+    .concat();
     let expected: Vec<i64> = (1..=25).rev().filter(|n| n % 5 != 0).collect();
     assert_eq!(all, expected);
     Ok(())
@@ -1121,50 +1256,58 @@ async fn search_reads_the_current_text_and_skips_deleted_boxes() -> anyhow::Resu
         ],
     )
     .await?;
+    index_all(&db).await?;
     assert_eq!(found(&db, &search_of("draft")).await?, [2, 1]);
-    // An edit changes the shared body: both owners find the new text only.
-    sqlx::query("UPDATE message_bodies SET text = 'final version' WHERE text = 'first draft'")
-        .execute(&db.pool)
-        .await?;
-    assert_eq!(found(&db, &search_of("draft")).await?, [2]);
-    assert_eq!(found(&db, &search_of("final")).await?, [1]);
+    // An edit changes the shared body: both owners find the new text only, before the
+    // indexer takes it and after.
+    edit_one(&db, &outbox, ANN, BOB, 1, "final version").await?;
+    for _ in 0..2 {
+        assert_eq!(found(&db, &search_of("draft")).await?, [2]);
+        assert_eq!(found(&db, &search_of("final")).await?, [1]);
+        index_all(&db).await?;
+    }
     // A box deleted in Ann's view is gone from her search, not from Bob's.
-    sqlx::query("UPDATE message_boxes SET deleted = true WHERE owner_id = $1 AND box_id = 2")
-        .bind(ANN)
-        .execute(&db.pool)
-        .await?;
-    assert_eq!(found(&db, &search_of("draft")).await?, Vec::<i64>::new());
+    delete_one(&db, &outbox, ANN, Targets::Ids(vec![2]), false).await?;
     let bobs = SearchQuery {
         owner: BOB,
         ..search_of("draft")
     };
-    assert_eq!(found(&db, &bobs).await?, [2]);
+    for _ in 0..2 {
+        assert_eq!(found(&db, &search_of("draft")).await?, Vec::<i64>::new());
+        assert_eq!(found(&db, &bobs).await?, [2]);
+        index_all(&db).await?;
+    }
     Ok(())
 }
 
 #[tokio::test]
-async fn search_finds_a_match_older_than_the_newest_boxes_it_tests() -> anyhow::Result<()> {
+async fn search_reads_the_index_in_rounds_and_says_where_a_short_page_stops() -> anyhow::Result<()>
+{
     let (db, outbox) = schema().await?;
-    let n = 2 * store::RECENT_BOXES_PER_RESULT + 10;
+    // 6 000 messages with the word, of which Bob sent only the first and every 1 000th.
+    let n = 6_000;
     let batch: Vec<NewMessage> = (1..=n)
-        .map(|i| {
-            let text = if i <= 2 { "the oldest needle" } else { "hay" };
-            new(ANN, BOB, i, &format!("{text} {i}"))
+        .map(|i| match i % 1000 == 1 {
+            true => new(BOB, ANN, i, &format!("needle {i}")),
+            false => new(ANN, BOB, i, &format!("needle {i}")),
         })
         .collect();
-    send::send(&db.pool, &outbox, &batch).await?;
-    // One per page: the first step tests the newest 100 boxes and finds nothing; the index
-    // finds both, one page at a time.
-    let first = SearchQuery {
-        limit: 1,
-        ..search_of("NEEDLE")
+    for chunk in batch.chunks(500) {
+        send::send(&db.pool, &outbox, chunk).await?;
+    }
+    index_all(&db).await?;
+    // The search reads the index in growing rounds until the page is full.
+    let bobs = SearchQuery {
+        from: BOB,
+        limit: 2,
+        ..search_of("needle")
     };
-    assert_eq!(found(&db, &first).await?, [2]);
-    let second = SearchQuery {
-        below_id: 2,
-        ..first
-    };
-    assert_eq!(found(&db, &second).await?, [1]);
+    assert_eq!(page(&db, &bobs).await?, (vec![5001, 4001], 4001));
+    // A page reads a bounded number of candidates: past them it answers what it found and
+    // where to go on, and the pages together hold every match once.
+    let all = pages(&db, SearchQuery { limit: 10, ..bobs }).await?;
+    assert!(all.len() > 1, "one page read every candidate: {all:?}");
+    assert_eq!(all.concat(), [5001, 4001, 3001, 2001, 1001, 1]);
     Ok(())
 }
 

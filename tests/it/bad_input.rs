@@ -181,6 +181,7 @@ async fn malformed_requests_are_invalid_arguments_on_every_method() -> anyhow::R
         services,
         BTreeSet::from([
             "oxigram.api.v1.Auth",
+            "oxigram.api.v1.Contacts",
             "oxigram.api.v1.Dialogs",
             "oxigram.api.v1.Media",
             "oxigram.api.v1.Messages",
@@ -349,6 +350,62 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
             })
             .await,
     );
+    let username = |name: &str| oxigram_proto::api::v1::UpdateUsernameRequest {
+        username: name.into(),
+    };
+    expect_nul_refused(
+        "username",
+        alice.users().update_username(username("alice\0")).await,
+    );
+    expect_nul_refused(
+        "checked username",
+        alice.users().check_username(username("alice\0")).await,
+    );
+    expect_nul_refused(
+        "resolved username",
+        alice
+            .users()
+            .resolve_username(oxigram_proto::api::v1::ResolveUsernameRequest {
+                username: "alice\0".into(),
+            })
+            .await,
+    );
+    for (field, request) in [
+        (
+            "profile first_name",
+            oxigram_proto::api::v1::UpdateProfileRequest {
+                first_name: Some("Al\0".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "last_name",
+            oxigram_proto::api::v1::UpdateProfileRequest {
+                last_name: Some("Sm\0".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "about",
+            oxigram_proto::api::v1::UpdateProfileRequest {
+                about: Some("hi\0".into()),
+                ..Default::default()
+            },
+        ),
+    ] {
+        expect_nul_refused(field, alice.users().update_profile(request).await);
+    }
+    for (field, contact) in [
+        ("contact phone", ("1555\u{0}7002", "Bob", "")),
+        ("contact first_name", ("15557002", "B\0b", "")),
+        ("contact last_name", ("15557002", "Bob", "\0")),
+    ] {
+        let imported = alice
+            .import_contacts(&[contact])
+            .await
+            .map_err(Status::from);
+        expect_nul_refused(field, imported);
+    }
 
     let mut bob = system.device().await?;
     bob.sign_up("15557002", "Bob").await?;

@@ -17,6 +17,7 @@ mod message_format;
 mod message_forward;
 mod outbox_recovery;
 mod peers;
+mod privacy;
 mod private_chat;
 mod schemas;
 mod search;

@@ -13,7 +13,14 @@ const SCHEMAS: [&str; 6] = [
 const OWNED: [(&str, &[&str]); 6] = [
     (
         "gateway",
-        &["users", "auth_keys", "login_codes", "device_state"],
+        &[
+            "users",
+            "auth_keys",
+            "login_codes",
+            "device_state",
+            "privacy_rules",
+            "contacts",
+        ],
     ),
     (
         "messages",

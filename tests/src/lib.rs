@@ -88,6 +88,7 @@ impl System {
         config.gateway.route_ttl_secs = 30;
         // Suites send fast; the limit itself has its own test.
         config.gateway.sends_per_minute = 100_000;
+        config.gateway.lookups_per_minute = 100_000;
         config.media.blob_dir = dir.join("media").display().to_string();
         config.outbox.poll_ms = 100;
         config.outbox.fast_path_grace_ms = 300;
@@ -381,6 +382,10 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
         (
             "OXIGRAM_GATEWAY__SENDS_PER_MINUTE".into(),
             c.gateway.sends_per_minute.to_string(),
+        ),
+        (
+            "OXIGRAM_GATEWAY__LOOKUPS_PER_MINUTE".into(),
+            c.gateway.lookups_per_minute.to_string(),
         ),
         (
             "OXIGRAM_UPDATES__RETAIN_PER_USER".into(),

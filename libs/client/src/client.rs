@@ -5,20 +5,23 @@ use std::time::Duration;
 
 use oxigram_proto::{
     api::v1::{
-        AffectedHistory, AffectedMessages, CreateAuthKeyRequest, DeleteHistoryRequest,
-        DeleteMessagesRequest, DialogsSlice, Difference, EditMessageRequest, EditMessageResponse,
-        ForwardMessagesRequest, ForwardMessagesResponse, GetDialogsRequest, GetDifferenceRequest,
-        GetHistoryRequest, GetMeRequest, GetStateRequest, MessagesSlice, ReadHistoryRequest,
-        ResolvePhoneRequest, SendCodeRequest, SendMessageRequest, SendMessageResponse,
-        SignInRequest, SignUpRequest, StreamEvent, StreamRequest, auth_client::AuthClient,
-        dialogs_client::DialogsClient, messages_client::MessagesClient,
-        updates_client::UpdatesClient, users_client::UsersClient,
+        AffectedHistory, AffectedMessages, ContactList, ContactsChanged, CreateAuthKeyRequest,
+        DeleteContactsRequest, DeleteHistoryRequest, DeleteMessagesRequest, DialogsSlice,
+        Difference, EditMessageRequest, EditMessageResponse, ForwardMessagesRequest,
+        ForwardMessagesResponse, GetContactsRequest, GetDialogsRequest, GetDifferenceRequest,
+        GetHistoryRequest, GetMeRequest, GetPrivacyRequest, GetStateRequest, ImportContactsRequest,
+        ImportedContacts, InputContact, MessagesSlice, PrivacyChanged, ProfileChanged,
+        ReadHistoryRequest, ResolvePhoneRequest, ResolveUsernameRequest, SendCodeRequest,
+        SendMessageRequest, SendMessageResponse, SignInRequest, SignUpRequest, StreamEvent,
+        StreamRequest, UpdateProfileRequest, UpdateUsernameRequest, auth_client::AuthClient,
+        contacts_client::ContactsClient, dialogs_client::DialogsClient,
+        messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{
         DialogFilter, DialogFilters, EditPeerFoldersRequest, GetNotifySettingsRequest,
         GetPeerDialogsRequest, GetPeerSettingsRequest, HidePeerSettingsBarRequest, InputFolderPeer,
-        InputPeer, MarkDialogUnreadRequest, PeerNotifySettings, PeerSettings, PtsUpdate,
-        ReorderPinnedDialogsRequest, SaveDraftRequest, ToggleDialogPinRequest,
+        InputPeer, MarkDialogUnreadRequest, PeerNotifySettings, PeerSettings, PrivacyRule,
+        PtsUpdate, ReorderPinnedDialogsRequest, SaveDraftRequest, ToggleDialogPinRequest,
         UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest, UpdateNotifySettingsRequest,
         UpdatesState, User,
     },
@@ -120,6 +123,9 @@ impl Client {
     pub fn users(&self) -> UsersClient<Signed> {
         UsersClient::new(self.channel.clone())
     }
+    pub fn contacts(&self) -> ContactsClient<Signed> {
+        ContactsClient::new(self.channel.clone())
+    }
     pub fn messages(&self) -> MessagesClient<Signed> {
         MessagesClient::new(self.channel.clone())
     }
@@ -207,6 +213,93 @@ impl Client {
         d.unary(self.users().resolve_phone(d.request(ResolvePhoneRequest {
             phone: phone.to_owned(),
         })))
+        .await
+    }
+
+    pub async fn resolve_username(&self, username: &str) -> Result<User, Error> {
+        let d = self.deadline;
+        d.unary(
+            self.users()
+                .resolve_username(d.request(ResolveUsernameRequest {
+                    username: username.to_owned(),
+                })),
+        )
+        .await
+    }
+
+    /// Changes the caller's names and about text (each `None` stays as it is).
+    pub async fn update_profile(
+        &self,
+        request: UpdateProfileRequest,
+    ) -> Result<ProfileChanged, Error> {
+        let d = self.deadline;
+        d.unary(self.users().update_profile(d.request(request)))
+            .await
+    }
+
+    /// Sets the caller's username; empty removes it.
+    pub async fn update_username(&self, username: &str) -> Result<ProfileChanged, Error> {
+        let d = self.deadline;
+        d.unary(
+            self.users()
+                .update_username(d.request(UpdateUsernameRequest {
+                    username: username.to_owned(),
+                })),
+        )
+        .await
+    }
+
+    pub async fn get_privacy(&self, key: i32) -> Result<PrivacyRule, Error> {
+        let d = self.deadline;
+        d.unary(
+            self.users()
+                .get_privacy(d.request(GetPrivacyRequest { key })),
+        )
+        .await
+    }
+
+    pub async fn set_privacy(&self, rule: PrivacyRule) -> Result<PrivacyChanged, Error> {
+        let d = self.deadline;
+        d.unary(self.users().set_privacy(d.request(rule))).await
+    }
+
+    // Contacts -------------------------------------------------------------------------------
+
+    /// Imports contacts by phone: (phone, first name, last name) each.
+    pub async fn import_contacts(
+        &self,
+        contacts: &[(&str, &str, &str)],
+    ) -> Result<ImportedContacts, Error> {
+        let contacts = contacts
+            .iter()
+            .map(|(phone, first, last)| InputContact {
+                phone: (*phone).to_owned(),
+                first_name: (*first).to_owned(),
+                last_name: (*last).to_owned(),
+            })
+            .collect();
+        let d = self.deadline;
+        d.unary(
+            self.contacts()
+                .import_contacts(d.request(ImportContactsRequest { contacts })),
+        )
+        .await
+    }
+
+    pub async fn get_contacts(&self, request: GetContactsRequest) -> Result<ContactList, Error> {
+        let d = self.deadline;
+        d.unary(self.contacts().get_contacts(d.request(request)))
+            .await
+    }
+
+    pub async fn delete_contacts(&self, user_ids: &[i64]) -> Result<ContactsChanged, Error> {
+        let d = self.deadline;
+        d.unary(
+            self.contacts()
+                .delete_contacts(d.request(DeleteContactsRequest {
+                    user_ids: user_ids.to_vec(),
+                })),
+        )
         .await
     }
 

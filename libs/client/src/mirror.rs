@@ -10,7 +10,8 @@
 //! sequencer puts them into their updates), so the copy converges whatever the path. When the
 //! log no longer holds what the device missed (`too_long`), the copy is marked stale and
 //! [`Mirror::reload`] rebuilds it from `GetDialogs` (both folders), `GetHistory` and
-//! `GetDialogFilters`.
+//! `GetDialogFilters`. It also keeps the account's own profile, privacy rules and contacts as
+//! their updates describe them.
 //!
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
@@ -18,11 +19,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
-    api::v1::{GetDialogsRequest, GetHistoryRequest},
+    api::v1::{GetContactsRequest, GetDialogsRequest, GetHistoryRequest},
     dialog_rules::{FOLDER_ARCHIVE, FOLDER_MAIN, MAX_PINNED_DIALOGS, filter_order},
     types::v1::{
         Dialog, DialogFilter, DraftMessage, InputPeer, Message, Peer, PeerNotifySettings,
-        PtsUpdate, update,
+        PrivacyRule, PtsUpdate, User, privacy_rule, update,
     },
 };
 
@@ -134,6 +135,12 @@ pub struct Mirror {
     filters: BTreeMap<i32, (i32, DialogFilter)>,
     stale: bool,
     stats: MirrorStats,
+    /// The account's own profile, as its last profile update gave it.
+    profile: Option<User>,
+    /// The account's privacy rules by key, as their updates gave them.
+    privacy: BTreeMap<i32, PrivacyRule>,
+    /// The account's contacts and her names for them, by user id.
+    contacts: BTreeMap<i64, (String, String)>,
 }
 
 impl Mirror {
@@ -238,6 +245,20 @@ impl Mirror {
                     }
                 }
             }
+            update::Kind::Profile(profile) => self.profile = profile.user.clone(),
+            update::Kind::Privacy(privacy) => {
+                if let Some(rule) = &privacy.rule {
+                    self.privacy.insert(rule.key, rule.clone());
+                }
+            }
+            update::Kind::Contact(contact) => {
+                if contact.deleted {
+                    self.contacts.remove(&contact.user_id);
+                } else {
+                    let names = (contact.first_name.clone(), contact.last_name.clone());
+                    self.contacts.insert(contact.user_id, names);
+                }
+            }
         }
     }
 
@@ -270,6 +291,21 @@ impl Mirror {
                 .position(|p| *p == d.peer_user_id)
                 .map_or(0, |i| (order.len() - i) as i64);
         }
+    }
+
+    /// The account's own profile as the updates applied gave it (`None` before any).
+    pub fn profile(&self) -> Option<&User> {
+        self.profile.as_ref()
+    }
+
+    /// The account's privacy rules the updates applied set, by key.
+    pub fn privacy(&self) -> &BTreeMap<i32, PrivacyRule> {
+        &self.privacy
+    }
+
+    /// The account's contacts and her (first, last) names for them, by user id.
+    pub fn contacts(&self) -> &BTreeMap<i64, (String, String)> {
+        &self.contacts
     }
 
     /// A new message (one of ours too): the dialog appears if it was not there, the message
@@ -450,7 +486,45 @@ impl Mirror {
         for (i, filter) in client.get_dialog_filters().await?.into_iter().enumerate() {
             mirror.filters.insert(filter.id, (i as i32 + 1, filter));
         }
+        mirror.load_people(client).await?;
         Ok(mirror)
+    }
+
+    /// The account's own profile, every privacy rule (defaults included) and its contacts.
+    async fn load_people(&mut self, client: &Client) -> Result<(), Error> {
+        self.profile = Some(client.get_me().await?);
+        for key in [
+            privacy_rule::Key::PhoneNumber,
+            privacy_rule::Key::LastSeen,
+            privacy_rule::Key::ProfilePhoto,
+            privacy_rule::Key::FindByPhone,
+        ] {
+            let rule = client.get_privacy(key as i32).await?;
+            self.privacy.insert(rule.key, rule);
+        }
+        let mut offset_user_id = 0;
+        loop {
+            let page = client
+                .get_contacts(GetContactsRequest {
+                    offset_user_id,
+                    limit: RELOAD_PAGE,
+                    hash: 0,
+                })
+                .await?
+                .users;
+            let Some(last) = page.last().map(|u| u.id) else {
+                break;
+            };
+            let last_page = page.len() < RELOAD_PAGE as usize;
+            for u in page {
+                self.contacts.insert(u.id, (u.first_name, u.last_name));
+            }
+            if last_page {
+                break;
+            }
+            offset_user_id = last;
+        }
+        Ok(())
     }
 
     /// Replaces the copy with the server's current state ([`load`](Self::load)).

@@ -553,6 +553,7 @@ mod tests {
                             is_slice,
                             too_long,
                             new_messages: Vec::new(),
+                            users: Vec::new(),
                         };
                         slice = Some(seq.apply_difference(d, &mut record)?);
                     }

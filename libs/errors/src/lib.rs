@@ -115,6 +115,27 @@ pub enum ErrorCode {
     DialogFiltersTooMuch,
     /// A dialog filter sorts by contacts, and the owner's contacts are not known here.
     FilterContactsUnavailable,
+    /// A last name longer than 64 characters.
+    LastnameInvalid,
+    /// An about text longer than 70 characters.
+    AboutTooLong,
+    /// A username that breaks the rules: 5 to 32 characters of a-z, 0-9 and `_`, starting
+    /// with a letter, with no `__` and no `_` at the end.
+    UsernameInvalid,
+    /// Another user has this username (whatever its case).
+    UsernameOccupied,
+    /// The caller has this username already (or none, when removing it).
+    UsernameNotModified,
+    /// No user has this username.
+    UsernameNotOccupied,
+    /// No user the caller may find by phone has this phone.
+    PhoneNotOccupied,
+    /// A privacy rule of no known key.
+    PrivacyKeyInvalid,
+    /// A privacy rule of no known value.
+    PrivacyValueInvalid,
+    /// The user has no profile photo the caller may see.
+    PhotoInvalid,
     /// Too many requests: retry after the given seconds.
     FloodWait(u32),
     /// A dependency did not answer in time, or went away during the call (its process died,
@@ -187,6 +208,16 @@ impl ErrorCode {
             Self::FilterExcludeTooMuch => "FILTER_EXCLUDE_TOO_MUCH",
             Self::DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
             Self::FilterContactsUnavailable => "FILTER_CONTACTS_UNAVAILABLE",
+            Self::LastnameInvalid => "LASTNAME_INVALID",
+            Self::AboutTooLong => "ABOUT_TOO_LONG",
+            Self::UsernameInvalid => "USERNAME_INVALID",
+            Self::UsernameOccupied => "USERNAME_OCCUPIED",
+            Self::UsernameNotModified => "USERNAME_NOT_MODIFIED",
+            Self::UsernameNotOccupied => "USERNAME_NOT_OCCUPIED",
+            Self::PhoneNotOccupied => "PHONE_NOT_OCCUPIED",
+            Self::PrivacyKeyInvalid => "PRIVACY_KEY_INVALID",
+            Self::PrivacyValueInvalid => "PRIVACY_VALUE_INVALID",
+            Self::PhotoInvalid => "PHOTO_INVALID",
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
@@ -202,7 +233,9 @@ impl ErrorCode {
             | Self::EditMessagesForbidden
             | Self::ChatForwardsRestricted
             | Self::DeleteMessagesForbidden => Code::PermissionDenied,
-            Self::RandomIdDuplicate | Self::PhoneNumberOccupied => Code::AlreadyExists,
+            Self::RandomIdDuplicate | Self::PhoneNumberOccupied | Self::UsernameOccupied => {
+                Code::AlreadyExists
+            }
             Self::PhoneNumberUnoccupied
             | Self::FilePartMissing
             | Self::MessageNotReadYet

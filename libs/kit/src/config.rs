@@ -104,6 +104,9 @@ pub struct GatewayConfig {
     pub route_ttl_secs: u64,
     /// Messages one user may send per minute before FLOOD_WAIT_X (Telegram's is 30).
     pub sends_per_minute: u32,
+    /// Lookups of other users one user may make per minute before FLOOD_WAIT_X: each
+    /// ResolvePhone and ResolveUsername, and each phone of an ImportContacts.
+    pub lookups_per_minute: u32,
 }
 
 impl Default for GatewayConfig {
@@ -113,6 +116,7 @@ impl Default for GatewayConfig {
             advertise_push: None,
             route_ttl_secs: 60,
             sends_per_minute: 30,
+            lookups_per_minute: 100,
         }
     }
 }

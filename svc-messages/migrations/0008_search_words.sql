@@ -1,0 +1,30 @@
+-- Search by words, per owner. A body's words are written for each owner's box by the search
+-- indexer, after the send commits: a send only queues its body (search_queue), so that the
+-- send pays for one small row instead of an index entry per word. A search reads the owner's
+-- entries of one word newest first (primary key of message_words, which carries the dialog
+-- too), so that its cost follows the page, not how many of her messages hold the word; it
+-- also tests the bodies still queued. `word` sorts by code point (collation "C"), so that
+-- the keys beginning with a prefix are one range of the key.
+CREATE TABLE message_words (
+    owner_id     BIGINT NOT NULL,
+    word         TEXT COLLATE "C" NOT NULL,
+    box_id       BIGINT NOT NULL,
+    peer_user_id BIGINT NOT NULL,
+    PRIMARY KEY (owner_id, word, box_id) INCLUDE (peer_user_id)
+);
+
+-- Bodies whose words are not (or no longer) what their text says: new, edited, or with a box
+-- deleted. The indexer takes them in body id order; the age of the next one says how far
+-- behind it is.
+CREATE TABLE search_queue (
+    body_id   BIGINT PRIMARY KEY,
+    queued_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+-- Every body written before words were indexed.
+INSERT INTO search_queue (body_id) SELECT id FROM message_bodies;
+
+-- The trigram index searched texts by substring; the words replace it, and sends no longer
+-- pay for it.
+DROP INDEX message_bodies_search;
+ALTER TABLE message_bodies ALTER COLUMN text SET STATISTICS -1;

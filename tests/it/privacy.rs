@@ -1,0 +1,986 @@
+//! People and privacy across the services: what a viewer sees of another user's phone and
+//! photo in every call that returns users, for each rule and relationship (the privacy
+//! matrix); who finds a user by phone; usernames, profiles and contacts with their
+//! refusals; the lookup limit; and each change as an update on the user's other devices.
+
+use std::collections::BTreeMap;
+
+use oxigram_proto::{
+    api::v1::{
+        BlockRequest, CompleteUploadRequest, GetContactsRequest, GetMessagesRequest,
+        GetProfilePhotoRequest, SaveFilePartRequest, SearchRequest, UpdateProfilePhotoRequest,
+        UpdateProfileRequest, media_client::MediaClient,
+    },
+    types::v1::{PrivacyRule, User, privacy_rule, update},
+};
+use oxigram_tests::{Mode, System, TestClient, client::code};
+use tonic::Status;
+
+/// `Key` and `Value` as numbers, the way requests carry them.
+const PHONE: i32 = privacy_rule::Key::PhoneNumber as i32;
+const LAST_SEEN: i32 = privacy_rule::Key::LastSeen as i32;
+const PHOTO: i32 = privacy_rule::Key::ProfilePhoto as i32;
+const FIND_BY_PHONE: i32 = privacy_rule::Key::FindByPhone as i32;
+const EVERYBODY: i32 = privacy_rule::Value::Everybody as i32;
+const CONTACTS: i32 = privacy_rule::Value::Contacts as i32;
+const NOBODY: i32 = privacy_rule::Value::Nobody as i32;
+
+fn err_code<T>(r: Result<T, impl Into<Status>>) -> Option<String> {
+    r.err().map(Into::into).as_ref().and_then(code)
+}
+
+/// Uploads a small file as `device`'s and makes it her profile photo; its file reference.
+async fn set_photo(device: &TestClient) -> anyhow::Result<i64> {
+    let mut media = MediaClient::new(device.channel());
+    media
+        .save_file_part(SaveFilePartRequest {
+            file_id: 9,
+            part: 0,
+            bytes: b"a tiny portrait".to_vec(),
+        })
+        .await?;
+    let file = media
+        .complete_upload(CompleteUploadRequest {
+            file_id: 9,
+            parts: 1,
+            name: "me.jpg".into(),
+        })
+        .await?
+        .into_inner();
+    device
+        .users()
+        .update_profile_photo(UpdateProfilePhotoRequest { file_id: file.id })
+        .await?;
+    Ok(file.id)
+}
+
+/// Every call of the client API that returns users, made by `viewer`, and how each shows
+/// `owner_id`: (call, the user as it came). `owner` sent the viewer one message ("hello
+/// viewer"), so history, messages, search, dialogs and the difference all name her; a
+/// viewer who keeps her as a contact (under her own name) also finds her in her contacts.
+async fn every_view(
+    viewer: &TestClient,
+    owner_id: i64,
+    owner_phone: &str,
+    owner_username: &str,
+) -> anyhow::Result<Vec<(&'static str, Result<User, String>)>> {
+    let mut views = views_of_messages(viewer, owner_id, owner_phone, owner_username).await?;
+    let contacts = viewer.get_contacts(GetContactsRequest::default()).await?;
+    if contacts.count > 0 {
+        let pick = contacts.users.iter().find(|u| u.id == owner_id).cloned();
+        views.push(("GetContacts", pick.ok_or_else(|| "not a contact".into())));
+        let again = viewer.import_contacts(&[(owner_phone, "Olga", "")]).await?;
+        let pick = again.users.iter().find(|u| u.id == owner_id).cloned();
+        views.push(("ImportContacts", pick.ok_or_else(|| "not found".into())));
+    }
+    Ok(views)
+}
+
+async fn views_of_messages(
+    viewer: &TestClient,
+    owner_id: i64,
+    owner_phone: &str,
+    owner_username: &str,
+) -> anyhow::Result<Vec<(&'static str, Result<User, String>)>> {
+    let pick = |users: &[User]| {
+        users
+            .iter()
+            .find(|u| u.id == owner_id)
+            .cloned()
+            .ok_or_else(|| "not in the answer".to_owned())
+    };
+    let mut views = vec![];
+    let by_phone = viewer.resolve_phone(owner_phone).await;
+    views.push(("ResolvePhone", by_phone.map_err(|e| e.code())));
+    let by_username = viewer.resolve_username(owner_username).await;
+    views.push(("ResolveUsername", by_username.map_err(|e| e.code())));
+    let history = viewer
+        .get_history(oxigram_proto::api::v1::GetHistoryRequest {
+            peer: Some(oxigram_proto::types::v1::InputPeer::user(owner_id)),
+            ..Default::default()
+        })
+        .await?;
+    views.push(("GetHistory", pick(&history.users)));
+    let ids = history.messages.iter().map(|m| m.id).collect();
+    let messages = viewer
+        .messages()
+        .get_messages(GetMessagesRequest { ids })
+        .await?
+        .into_inner();
+    views.push(("GetMessages", pick(&messages.users)));
+    let found = viewer
+        .messages()
+        .search(SearchRequest {
+            q: "hello viewer".into(),
+            ..Default::default()
+        })
+        .await?
+        .into_inner();
+    views.push(("Search", pick(&found.users)));
+    let dialogs = viewer.dialogs_page().await?;
+    views.push(("GetDialogs", pick(&dialogs.users)));
+    let difference = viewer.difference(0).await?;
+    views.push(("GetDifference", pick(&difference.users)));
+    Ok(views)
+}
+
+/// The privacy matrix: for the phone-number and profile-photo rules, each value with an
+/// exception, what a contact (the owner keeps him), a non-contact, a blocked user, the
+/// exception, and a user who keeps the owner as her contact (one way: she gave the phone, so
+/// she sees it) see of the owner in every call that returns users. The last-seen rule is
+/// stored and read back; whether its viewer sees the exact time is
+/// `svc_gateway::privacy::sees_exact_last_seen`, tested with the rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_privacy_matrix() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, carl, sam, ben, eve, cora] = system
+        .users([
+            ("15557100", "Olga"),
+            ("15557101", "Carl"),
+            ("15557102", "Sam"),
+            ("15557103", "Ben"),
+            ("15557104", "Eve"),
+            ("15557105", "Cora"),
+        ])
+        .await?;
+    let olga_id = olga.user_id()?;
+    olga.update_username("olga_k").await?;
+    let photo = set_photo(&olga).await?;
+    // Olga keeps Carl and Ben as contacts; she blocked Ben.
+    olga.import_contacts(&[("15557101", "Carl", ""), ("+15557103", "Ben", "")])
+        .await?;
+    olga.messages()
+        .block(BlockRequest {
+            user_id: ben.user_id()?,
+        })
+        .await?;
+    cora.import_contacts(&[("15557100", "Olga", "")]).await?;
+    for (i, viewer) in [&carl, &sam, &ben, &eve, &cora].into_iter().enumerate() {
+        olga.send(viewer.user_id()?, 1 + i as i64, "hello viewer")
+            .await?;
+    }
+    let eve_id = eve.user_id()?;
+    let viewers = [
+        ("contact", &carl),
+        ("non-contact", &sam),
+        ("blocked", &ben),
+        ("exception", &eve),
+        ("keeps her", &cora),
+    ];
+    // (value, its exception: (allow, deny), who sees: contact, non-contact, blocked,
+    // exception, keeps her) for the photo; the phone likewise, but whoever keeps her sees it.
+    let values = [
+        (
+            EVERYBODY,
+            (vec![], vec![eve_id]),
+            [true, true, false, false, true],
+        ),
+        (
+            CONTACTS,
+            (vec![eve_id], vec![]),
+            [true, false, false, true, false],
+        ),
+        (
+            NOBODY,
+            (vec![eve_id], vec![]),
+            [false, false, false, true, false],
+        ),
+    ];
+    for key in [PHONE, PHOTO] {
+        for (value, (allow, deny), sees) in &values {
+            let mut sees = *sees;
+            if key == PHONE {
+                sees[4] = true;
+            }
+            let rule = PrivacyRule {
+                key,
+                value: *value,
+                allow_user_ids: allow.clone(),
+                deny_user_ids: deny.clone(),
+            };
+            let set = olga.set_privacy(rule.clone()).await?;
+            assert_eq!(set.rule.as_ref(), Some(&rule));
+            assert_eq!(olga.get_privacy(key).await?, rule);
+            assert_eq!(viewers.len(), sees.len());
+            for ((relation, viewer), sees) in viewers.iter().zip(sees) {
+                let views = every_view(viewer, olga_id, "15557100", "olga_k").await?;
+                let expected_calls = if *relation == "keeps her" { 9 } else { 7 };
+                assert_eq!(views.len(), expected_calls, "{relation}");
+                for (call, seen) in views {
+                    let what = format!("key {key} value {value}, {relation} in {call}");
+                    // A blocked viewer does not find her by phone (nor by any rule).
+                    if *relation == "blocked" && call == "ResolvePhone" {
+                        assert_eq!(seen.err().as_deref(), Some("PHONE_NOT_OCCUPIED"), "{what}");
+                        continue;
+                    }
+                    let seen = seen.map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
+                    assert_eq!(
+                        (seen.first_name.as_str(), seen.username.as_str()),
+                        ("Olga", "olga_k"),
+                        "{what}"
+                    );
+                    if key == PHONE {
+                        let phone = if sees { "15557100" } else { "" };
+                        assert_eq!(seen.phone, phone, "{what}");
+                    } else {
+                        let photo_id = if sees { photo } else { 0 };
+                        assert_eq!(seen.photo_id, photo_id, "{what}");
+                    }
+                }
+                // The photo's bytes follow the same rule.
+                if key == PHOTO {
+                    let bytes = viewer
+                        .users()
+                        .get_profile_photo(GetProfilePhotoRequest {
+                            user_id: olga_id,
+                            offset: 0,
+                            limit: 1024,
+                        })
+                        .await;
+                    match sees {
+                        true => assert_eq!(bytes?.into_inner().bytes, b"a tiny portrait"),
+                        false => assert_eq!(
+                            err_code(bytes).as_deref(),
+                            Some("PHOTO_INVALID"),
+                            "{relation}"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+    // The last-seen rule is kept as set, exceptions included.
+    let last_seen = PrivacyRule {
+        key: LAST_SEEN,
+        value: NOBODY,
+        allow_user_ids: vec![eve_id],
+        deny_user_ids: vec![],
+    };
+    olga.set_privacy(last_seen.clone()).await?;
+    assert_eq!(olga.get_privacy(LAST_SEEN).await?, last_seen);
+    // Olga sees all of herself, everywhere.
+    let me = olga.get_me().await?;
+    assert_eq!((me.phone.as_str(), me.photo_id), ("15557100", photo));
+    Ok(())
+}
+
+/// Before any rule is set (the defaults), a stranger sees no phone anywhere: the leak that
+/// any signed-in user saw every peer's phone is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_nobody_but_her_contacts_sees_her_phone() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, sam, carl] = system
+        .users([
+            ("15557200", "Olga"),
+            ("15557201", "Sam"),
+            ("15557202", "Carl"),
+        ])
+        .await?;
+    olga.update_username("olga_d").await?;
+    olga.import_contacts(&[("15557202", "Carl", "")]).await?;
+    olga.send(sam.user_id()?, 1, "hello viewer").await?;
+    olga.send(carl.user_id()?, 2, "hello viewer").await?;
+    for (viewer, phone) in [(&sam, ""), (&carl, "15557200")] {
+        for (call, seen) in every_view(viewer, olga.user_id()?, "15557200", "olga_d").await? {
+            assert_eq!(seen.map_err(anyhow::Error::msg)?.phone, phone, "{call}");
+        }
+    }
+    // Olga's own answers carry her peers' phones by the same rules.
+    let dialogs = olga.dialogs_page().await?;
+    let phones: BTreeMap<i64, String> = dialogs
+        .users
+        .iter()
+        .map(|u| (u.id, u.phone.clone()))
+        .collect();
+    assert_eq!(phones.get(&sam.user_id()?).map(String::as_str), Some(""));
+    Ok(())
+}
+
+/// FIND_BY_PHONE: a user whose rule refuses the caller is not found by ResolvePhone nor by
+/// an import, exactly as a phone nobody has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn who_may_find_her_by_phone() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, carl, sam, eve] = system
+        .users([
+            ("15557300", "Olga"),
+            ("15557301", "Carl"),
+            ("15557302", "Sam"),
+            ("15557303", "Eve"),
+        ])
+        .await?;
+    olga.import_contacts(&[("15557301", "Carl", "")]).await?;
+    let rule = |value, allow: Vec<i64>| PrivacyRule {
+        key: FIND_BY_PHONE,
+        value,
+        allow_user_ids: allow,
+        deny_user_ids: vec![],
+    };
+    // (rule, who finds her: Carl (her contact), Sam, Eve)
+    let cases = [
+        (rule(EVERYBODY, vec![]), [true, true, true]),
+        (rule(CONTACTS, vec![]), [true, false, false]),
+        (rule(NOBODY, vec![eve.user_id()?]), [false, false, true]),
+    ];
+    for (rule, finds) in cases {
+        olga.set_privacy(rule.clone()).await?;
+        for (viewer, finds) in [&carl, &sam, &eve].into_iter().zip(finds) {
+            let resolved = viewer.resolve_phone("+15557300").await;
+            let imported = viewer.import_contacts(&[("15557300", "O", "")]).await?;
+            if finds {
+                assert_eq!(resolved?.id, olga.user_id()?);
+                assert_eq!(imported.imported.len(), 1);
+            } else {
+                assert_eq!(
+                    resolved.err().map(|e| e.code()).as_deref(),
+                    Some("PHONE_NOT_OCCUPIED"),
+                    "value {}",
+                    rule.value
+                );
+                assert_eq!(imported.not_found, ["15557300"]);
+                assert!(imported.users.is_empty());
+            }
+        }
+    }
+    // A phone nobody has answers the same.
+    let nobody = sam.resolve_phone("15557399").await;
+    assert_eq!(
+        nobody.err().map(|e| e.code()).as_deref(),
+        Some("PHONE_NOT_OCCUPIED")
+    );
+    Ok(())
+}
+
+/// The lookups (resolving phones and usernames, each imported phone) share one per-user
+/// limit per minute, answered FLOOD_WAIT_X, found or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_are_limited_per_user() -> anyhow::Result<()> {
+    let (mut config, dir) = System::config().await?;
+    config.gateway.lookups_per_minute = 4;
+    let system = System::start_with(config, dir, Mode::OneProcess).await?;
+    let [olga, sam, carl] = system
+        .users([
+            ("15557400", "Olga"),
+            ("15557401", "Sam"),
+            ("15557402", "Carl"),
+        ])
+        .await?;
+    olga.update_username("olga_l").await?;
+    oxigram_tests::avoid_minute_edge().await?;
+    sam.resolve_phone("15557400").await?;
+    sam.resolve_username("olga_l").await?;
+    let unknown = sam.resolve_phone("15557499").await;
+    assert_eq!(
+        unknown.err().map(|e| e.code()).as_deref(),
+        Some("PHONE_NOT_OCCUPIED")
+    );
+    sam.import_contacts(&[("15557400", "Olga", "")]).await?;
+    for (call, refused) in [
+        (
+            "ResolvePhone",
+            err_code(sam.resolve_phone("15557400").await),
+        ),
+        (
+            "ResolveUsername",
+            err_code(sam.resolve_username("olga_l").await),
+        ),
+        (
+            "ImportContacts",
+            err_code(sam.import_contacts(&[("15557402", "C", "")]).await),
+        ),
+    ] {
+        let refused = refused.unwrap_or_default();
+        assert!(refused.starts_with("FLOOD_WAIT_"), "{call}: {refused}");
+        let wait: u32 = refused["FLOOD_WAIT_".len()..].parse()?;
+        assert!((1..=60).contains(&wait), "{call}: {refused}");
+    }
+    // An import of more phones than are left is refused whole.
+    let many = carl
+        .import_contacts(&[
+            ("1", "A", ""),
+            ("2", "B", ""),
+            ("3", "C", ""),
+            ("4", "D", ""),
+            ("5", "E", ""),
+        ])
+        .await;
+    assert!(
+        err_code(many)
+            .unwrap_or_default()
+            .starts_with("FLOOD_WAIT_")
+    );
+    // Another user's limit is her own.
+    assert_eq!(olga.resolve_username("olga_l").await?.id, olga.user_id()?);
+    Ok(())
+}
+
+/// Usernames: the rules, uniqueness whatever the case, and what resolves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usernames_and_their_refusals() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, sam] = system
+        .users([("15557500", "Olga"), ("15557501", "Sam")])
+        .await?;
+    let set = olga.update_username("Olga_K1").await?;
+    assert_eq!(set.user.map(|u| u.username).as_deref(), Some("Olga_K1"));
+    assert_eq!(set.pts_count, 1);
+    // Resolved whatever the case, with or without `@`.
+    for name in ["olga_k1", "@OLGA_K1", "Olga_K1"] {
+        assert_eq!(
+            sam.resolve_username(name).await?.id,
+            olga.user_id()?,
+            "{name}"
+        );
+    }
+    let too_long = "a".repeat(33);
+    // (username, code)
+    let refusals = [
+        ("abcd", "USERNAME_INVALID"),
+        (too_long.as_str(), "USERNAME_INVALID"),
+        ("1olga", "USERNAME_INVALID"),
+        ("olga_", "USERNAME_INVALID"),
+        ("ol__ga", "USERNAME_INVALID"),
+        ("olga-k", "USERNAME_INVALID"),
+        ("olga_k1", "USERNAME_OCCUPIED"),
+        ("OLGA_K1", "USERNAME_OCCUPIED"),
+        ("ol\0ga", "INPUT_TEXT_INVALID"),
+    ];
+    for (name, expected) in refusals {
+        let refused = sam.update_username(name).await;
+        assert_eq!(err_code(refused).as_deref(), Some(expected), "{name:?}");
+    }
+    let same = olga.update_username("Olga_K1").await;
+    assert_eq!(err_code(same).as_deref(), Some("USERNAME_NOT_MODIFIED"));
+    // A new case of her own username is hers to take.
+    olga.update_username("olga_k1").await?;
+    // (lookup, code)
+    for (name, expected) in [
+        ("nobody_here", "USERNAME_NOT_OCCUPIED"),
+        ("ab", "USERNAME_INVALID"),
+    ] {
+        let refused = sam.resolve_username(name).await;
+        assert_eq!(err_code(refused).as_deref(), Some(expected), "{name}");
+    }
+    // Removed: free for another user, and resolves to nobody.
+    olga.update_username("").await?;
+    let again = olga.update_username("").await;
+    assert_eq!(err_code(again).as_deref(), Some("USERNAME_NOT_MODIFIED"));
+    let gone = sam.resolve_username("olga_k1").await;
+    assert_eq!(err_code(gone).as_deref(), Some("USERNAME_NOT_OCCUPIED"));
+    sam.update_username("olga_k1").await?;
+    Ok(())
+}
+
+/// Profiles: names and about, each set only when given, with their refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_and_their_refusals() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, sam] = system
+        .users([("15557600", "Olga"), ("15557601", "Sam")])
+        .await?;
+    let changed = olga
+        .update_profile(UpdateProfileRequest {
+            last_name: Some(" Petrova ".into()),
+            about: Some("I make maps".into()),
+            ..Default::default()
+        })
+        .await?;
+    let me = changed.user.unwrap_or_default();
+    assert_eq!(
+        (
+            me.first_name.as_str(),
+            me.last_name.as_str(),
+            me.about.as_str()
+        ),
+        ("Olga", "Petrova", "I make maps")
+    );
+    // Nothing changed: no update.
+    let same = olga
+        .update_profile(UpdateProfileRequest {
+            first_name: Some("Olga".into()),
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!((same.pts_count, same.pts), (0, changed.pts));
+    // (request, code)
+    let refusals = [
+        (
+            UpdateProfileRequest {
+                first_name: Some("  ".into()),
+                ..Default::default()
+            },
+            "FIRSTNAME_INVALID",
+        ),
+        (
+            UpdateProfileRequest {
+                last_name: Some("x".repeat(65)),
+                ..Default::default()
+            },
+            "LASTNAME_INVALID",
+        ),
+        (
+            UpdateProfileRequest {
+                about: Some("x".repeat(71)),
+                ..Default::default()
+            },
+            "ABOUT_TOO_LONG",
+        ),
+        (
+            UpdateProfileRequest {
+                about: Some("a\0b".into()),
+                ..Default::default()
+            },
+            "INPUT_TEXT_INVALID",
+        ),
+    ];
+    for (request, expected) in refusals {
+        let refused = olga.update_profile(request).await;
+        assert_eq!(err_code(refused).as_deref(), Some(expected));
+    }
+    // Others see the names and the about text.
+    let seen = sam.resolve_phone("15557600").await?;
+    assert_eq!(
+        (seen.last_name.as_str(), seen.about.as_str()),
+        ("Petrova", "I make maps")
+    );
+    // A photo must be one of her own files.
+    let foreign = sam
+        .users()
+        .update_profile_photo(UpdateProfilePhotoRequest { file_id: 123_456 })
+        .await;
+    assert_eq!(err_code(foreign).as_deref(), Some("FILE_ID_INVALID"));
+    // Privacy rules' refusals: (key, value, allow, code)
+    let privacy_refusals = [
+        (0, EVERYBODY, vec![], "PRIVACY_KEY_INVALID"),
+        (9, EVERYBODY, vec![], "PRIVACY_KEY_INVALID"),
+        (PHONE, 0, vec![], "PRIVACY_VALUE_INVALID"),
+        (PHONE, 7, vec![], "PRIVACY_VALUE_INVALID"),
+        (PHONE, NOBODY, vec![0], "USER_ID_INVALID"),
+        (PHONE, NOBODY, vec![5; 1001], "LIMIT_INVALID"),
+    ];
+    for (key, value, allow_user_ids, expected) in privacy_refusals {
+        let refused = olga
+            .set_privacy(PrivacyRule {
+                key,
+                value,
+                allow_user_ids,
+                deny_user_ids: vec![],
+            })
+            .await;
+        assert_eq!(
+            err_code(refused).as_deref(),
+            Some(expected),
+            "{key} {value}"
+        );
+    }
+    assert_eq!(
+        err_code(olga.get_privacy(0).await).as_deref(),
+        Some("PRIVACY_KEY_INVALID")
+    );
+    Ok(())
+}
+
+/// Contacts: imported by phone under the caller's names, listed by seek with a hash, mutual
+/// when both keep each other, deleted; with their refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contacts_import_list_delete() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, carl, sam] = system
+        .users([
+            ("15557700", "Olga"),
+            ("15557701", "Carl"),
+            ("15557702", "Sam"),
+        ])
+        .await?;
+    let (carl_id, sam_id) = (carl.user_id()?, sam.user_id()?);
+    let imported = olga
+        .import_contacts(&[
+            ("+15557701", "Carlos", "Brother"),
+            ("15557702", "Sam", ""),
+            ("15557799", "Nobody", ""),
+            ("15557700", "Myself", ""),
+        ])
+        .await?;
+    let ids: Vec<i64> = imported.imported.iter().map(|i| i.user_id).collect();
+    assert_eq!(ids, [carl_id, sam_id]);
+    assert_eq!(imported.not_found, ["15557799", "15557700"]);
+    assert_eq!(imported.pts_count, 2);
+    // Her names, the phone she gave, not mutual yet.
+    let carl_seen = &imported.users[0];
+    assert_eq!(
+        (
+            carl_seen.first_name.as_str(),
+            carl_seen.last_name.as_str(),
+            carl_seen.phone.as_str()
+        ),
+        ("Carlos", "Brother", "15557701")
+    );
+    assert_eq!((carl_seen.contact, carl_seen.mutual_contact), (true, false));
+    // Carl keeps her too: mutual, and he sees her phone (he is her contact).
+    carl.import_contacts(&[("15557700", "Olga", "")]).await?;
+    let page = olga
+        .get_contacts(GetContactsRequest {
+            limit: 1,
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!((page.count, page.users.len()), (2, 1));
+    assert!(page.users[0].mutual_contact);
+    let next = olga
+        .get_contacts(GetContactsRequest {
+            offset_user_id: page.users[0].id,
+            limit: 1,
+            ..Default::default()
+        })
+        .await?;
+    assert_eq!(
+        next.users.iter().map(|u| u.id).collect::<Vec<_>>(),
+        [sam_id]
+    );
+    // The same list: not modified.
+    let unchanged = olga
+        .get_contacts(GetContactsRequest {
+            hash: page.hash,
+            ..Default::default()
+        })
+        .await?;
+    assert!(unchanged.not_modified && unchanged.users.is_empty());
+    // Renaming changes the list; importing the same names again changes nothing.
+    let renamed = olga.import_contacts(&[("15557702", "Samuel", "")]).await?;
+    assert_eq!(renamed.pts_count, 1);
+    let again = olga.import_contacts(&[("15557702", "Samuel", "")]).await?;
+    assert_eq!(again.pts_count, 0);
+    let changed = olga
+        .get_contacts(GetContactsRequest {
+            hash: page.hash,
+            ..Default::default()
+        })
+        .await?;
+    assert!(!changed.not_modified);
+    assert_eq!(changed.users[1].first_name, "Samuel");
+    // Names come back to his own once deleted.
+    let deleted = olga.delete_contacts(&[sam_id, 999_999]).await?;
+    assert_eq!(deleted.pts_count, 1);
+    let sam_now = olga.resolve_phone("15557702").await?;
+    assert_eq!(
+        (
+            sam_now.first_name.as_str(),
+            sam_now.contact,
+            sam_now.phone.as_str()
+        ),
+        ("Sam", false, "")
+    );
+    // Refusals: (what, code)
+    let too_many: Vec<(&str, &str, &str)> = vec![("1555", "A", ""); 1001];
+    let long = "x".repeat(65);
+    let refusals = [
+        (
+            "1001 imports",
+            err_code(olga.import_contacts(&too_many).await),
+        ),
+        (
+            "a name of spaces",
+            err_code(olga.import_contacts(&[("15557701", " ", "")]).await),
+        ),
+        (
+            "a long last name",
+            err_code(
+                olga.import_contacts(&[("15557701", "C", long.as_str())])
+                    .await,
+            ),
+        ),
+        ("id 0", err_code(olga.delete_contacts(&[0]).await)),
+        (
+            "a page of 101",
+            err_code(
+                olga.get_contacts(GetContactsRequest {
+                    limit: 101,
+                    ..Default::default()
+                })
+                .await,
+            ),
+        ),
+        (
+            "a negative offset",
+            err_code(
+                olga.get_contacts(GetContactsRequest {
+                    offset_user_id: -1,
+                    ..Default::default()
+                })
+                .await,
+            ),
+        ),
+    ];
+    let expected = [
+        "LIMIT_INVALID",
+        "FIRSTNAME_INVALID",
+        "LASTNAME_INVALID",
+        "USER_ID_INVALID",
+        "LIMIT_INVALID",
+        "OFFSET_INVALID",
+    ];
+    for ((what, got), expected) in refusals.into_iter().zip(expected) {
+        assert_eq!(got.as_deref(), Some(expected), "{what}");
+    }
+    Ok(())
+}
+
+/// Profile, username, privacy and contact changes are updates in the user's log: her other
+/// device gets them pushed and by getDifference, and its local copy converges on them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_reach_her_other_devices() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let (phone, laptop, olga_id) = system.user_on_two_devices("15557800", "Olga").await?;
+    let [carl] = system.users([("15557801", "Carl")]).await?;
+    let mut live = laptop.stream(0).await?;
+    let named = phone.update_username("olga_m").await?;
+    assert!(named.pts > 0 && named.pts_count == 1);
+    let rule = PrivacyRule {
+        key: PHONE,
+        value: NOBODY,
+        allow_user_ids: vec![carl.user_id()?],
+        deny_user_ids: vec![],
+    };
+    phone.set_privacy(rule.clone()).await?;
+    phone.import_contacts(&[("15557801", "Carl", "C.")]).await?;
+    phone.delete_contacts(&[carl.user_id()?]).await?;
+    // Pushed, in order.
+    let mut kinds = vec![];
+    for _ in 0..4 {
+        let u = oxigram_tests::client::next_update(&mut live).await?;
+        kinds.push(u.update.and_then(|u| u.kind));
+    }
+    assert!(
+        matches!(&kinds[0], Some(update::Kind::Profile(p)) if p.user.as_ref().is_some_and(|u| u.username == "olga_m" && u.id == olga_id))
+    );
+    assert!(matches!(&kinds[1], Some(update::Kind::Privacy(p)) if p.rule.as_ref() == Some(&rule)));
+    assert!(
+        matches!(&kinds[2], Some(update::Kind::Contact(c)) if c.first_name == "Carl" && !c.deleted)
+    );
+    assert!(matches!(&kinds[3], Some(update::Kind::Contact(c)) if c.deleted));
+    // By getDifference, into the client's local copy.
+    let mut mirror = oxigram_client::Mirror::new();
+    let (slices, _) = laptop.full_difference(0).await?;
+    for slice in &slices {
+        for u in &slice.updates {
+            mirror.apply(u);
+        }
+    }
+    assert_eq!(
+        mirror.profile().map(|u| u.username.as_str()),
+        Some("olga_m")
+    );
+    assert_eq!(mirror.privacy().get(&PHONE), Some(&rule));
+    assert!(mirror.contacts().is_empty());
+    // The device that made a change has its pts in the answer: no gap.
+    assert_eq!(phone.get_state().await?.pts, named.pts + 3);
+    Ok(())
+}
+
+/// Follows `stream` into `mirror` until it has applied `pts` (a too-long gap reloads the
+/// copy from the server, as an application does); how many times it reloaded.
+async fn follow_to(
+    stream: &mut oxigram_client::UpdateStream,
+    mirror: &mut oxigram_client::Mirror,
+    client: &oxigram_client::Client,
+    pts: i32,
+) -> anyhow::Result<u32> {
+    let mut reloads = 0;
+    use oxigram_client::Event;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while stream.state().pts < pts {
+        let event = tokio::time::timeout_at(deadline, stream.next()).await?;
+        match event {
+            Event::Update(applied) => mirror.apply(&applied.update),
+            Event::TooLong { .. } => {
+                mirror.reload(client).await?;
+                reloads += 1;
+            }
+            Event::Gap { .. } | Event::Resumed { .. } | Event::Failed { .. } => {}
+        }
+    }
+    Ok(reloads)
+}
+
+/// What a copy holds of the account's people settings.
+fn people_of(mirror: &oxigram_client::Mirror) -> (Option<User>, String, String) {
+    (
+        mirror.profile().cloned(),
+        format!("{:?}", mirror.privacy()),
+        format!("{:?}", mirror.contacts()),
+    )
+}
+
+/// Three devices of one user converge on her profile, privacy rules and contacts through the
+/// client library: one makes the changes; one follows its live stream, cut and reopened from
+/// its saved state every few changes (once so far behind that the log no longer holds what it
+/// missed: `too_long`, and it reloads); one was offline throughout and catches up at the end.
+/// Every copy then equals a fresh load from the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Result<()> {
+    use oxigram_client::{Mirror, StreamOptions, UpdateStream};
+
+    let (mut config, dir) = System::config().await?;
+    config.updates.retain_per_user = 6;
+    let system = System::start_with(config, dir, Mode::OneProcess).await?;
+    let ([maker, follower, sleeper], _) = system.user_on_devices::<3>("15557900", "Olga").await?;
+    let others = system
+        .users([
+            ("15557901", "Carl"),
+            ("15557902", "Sam"),
+            ("15557903", "Eve"),
+        ])
+        .await?;
+    let ids: Vec<i64> = others
+        .iter()
+        .map(|o| o.user_id())
+        .collect::<Result<_, _>>()?;
+    let options = StreamOptions {
+        gap_wait: std::time::Duration::ZERO,
+        ..StreamOptions::default()
+    };
+    let follower_client: oxigram_client::Client = (*follower).clone();
+    let mut follower_mirror = Mirror::new();
+    let mut stream = UpdateStream::open(
+        follower_client.clone(),
+        follower.get_state().await?.into(),
+        options,
+    )
+    .await?;
+    let rule = |key, value, allow: Vec<i64>| PrivacyRule {
+        key,
+        value,
+        allow_user_ids: allow,
+        deny_user_ids: vec![],
+    };
+    // Each change, and the pts it moved the maker's log to.
+    let mut last_pts = 0;
+    let mut reloads = 0;
+    for step in 0..16 {
+        let pts = match step {
+            0 => maker.update_username("olga_c").await?.pts,
+            1 => {
+                let names = UpdateProfileRequest {
+                    last_name: Some("Cole".into()),
+                    about: Some("hello".into()),
+                    ..Default::default()
+                };
+                maker.update_profile(names).await?.pts
+            }
+            2 => {
+                maker
+                    .set_privacy(rule(PHONE, NOBODY, vec![ids[0]]))
+                    .await?
+                    .pts
+            }
+            3 => {
+                maker
+                    .set_privacy(rule(LAST_SEEN, CONTACTS, vec![]))
+                    .await?
+                    .pts
+            }
+            4 => {
+                maker
+                    .set_privacy(rule(PHOTO, CONTACTS, vec![ids[2]]))
+                    .await?
+                    .pts
+            }
+            5 => {
+                maker
+                    .set_privacy(rule(FIND_BY_PHONE, EVERYBODY, vec![]))
+                    .await?
+                    .pts
+            }
+            6 => {
+                maker
+                    .import_contacts(&[
+                        ("15557901", "Carl", ""),
+                        ("15557902", "Sam", "S"),
+                        ("15557903", "Eve", ""),
+                    ])
+                    .await?
+                    .pts
+            }
+            7 => {
+                maker
+                    .import_contacts(&[("15557902", "Samuel", "")])
+                    .await?
+                    .pts
+            }
+            8 => maker.delete_contacts(&[ids[2]]).await?.pts,
+            9 => maker.update_username("olga_cole").await?.pts,
+            10 => maker.set_privacy(rule(PHONE, CONTACTS, vec![])).await?.pts,
+            11 => {
+                let about = UpdateProfileRequest {
+                    about: Some("back soon".into()),
+                    ..Default::default()
+                };
+                maker.update_profile(about).await?.pts
+            }
+            12 => {
+                maker
+                    .import_contacts(&[("15557903", "Evie", "")])
+                    .await?
+                    .pts
+            }
+            13 => {
+                maker
+                    .set_privacy(rule(LAST_SEEN, NOBODY, vec![ids[1]]))
+                    .await?
+                    .pts
+            }
+            14 => maker.delete_contacts(&[ids[0]]).await?.pts,
+            _ => maker.update_username("olga_final").await?.pts,
+        };
+        anyhow::ensure!(pts > last_pts, "step {step}: pts {pts} after {last_pts}");
+        last_pts = pts;
+        match step {
+            // Cut: the stream is dropped and reopened from the state the copy reached.
+            3 | 9 => {
+                let state = stream.state();
+                drop(stream);
+                stream = UpdateStream::open(follower_client.clone(), state, options).await?;
+            }
+            // Cut and stay away while the maker goes on, beyond what the log retains.
+            5 => {
+                let state = stream.state();
+                drop(stream);
+                for extra in 0..8 {
+                    let names = UpdateProfileRequest {
+                        first_name: Some(format!("Olga{extra}")),
+                        ..Default::default()
+                    };
+                    last_pts = maker.update_profile(names).await?.pts;
+                }
+                stream = UpdateStream::open(follower_client.clone(), state, options).await?;
+            }
+            _ => {}
+        }
+        reloads += follow_to(
+            &mut stream,
+            &mut follower_mirror,
+            &follower_client,
+            last_pts,
+        )
+        .await?;
+    }
+    assert_eq!(reloads, 1, "the long cut outlived the retained log");
+    // The sleeper comes online long after: its whole log is no longer retained.
+    let sleeper_client: oxigram_client::Client = (*sleeper).clone();
+    let mut sleeper_mirror = Mirror::new();
+    let old = sleeper.difference(0).await?;
+    assert!(old.too_long, "the log retains only the last updates");
+    sleeper_mirror.reload(&sleeper_client).await?;
+    let truth = Mirror::load(&maker).await?;
+    assert_eq!(
+        truth
+            .profile()
+            .map(|u| (u.username.as_str(), u.about.as_str())),
+        Some(("olga_final", "back soon"))
+    );
+    assert_eq!(truth.contacts().len(), 2);
+    for (device, mirror) in [("follower", &follower_mirror), ("sleeper", &sleeper_mirror)] {
+        assert_eq!(people_of(mirror), people_of(&truth), "{device}");
+    }
+    Ok(())
+}
