@@ -178,10 +178,12 @@ impl Dialogs for DialogsService {
             let contacts = match (filters::needs_contacts(&filter), contacts) {
                 (false, _) => Vec::new(),
                 (true, Some(c)) => c.user_ids,
+                // The gateway passes the owner's contacts with every request naming a
+                // filter: without them the caller broke this API's contract.
                 (true, None) => {
                     return Err(status(
-                        ErrorCode::FilterContactsUnavailable,
-                        "the filter sorts by contacts, which are not known here yet",
+                        ErrorCode::Internal,
+                        "a filter by contacts asked for without the owner's contacts",
                     ));
                 }
             };

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use oxigram_errors::forward;
+use oxigram_errors::{Error, forward};
 use oxigram_proto::{
     api::v1::{
         DialogFilters, DialogsSlice, EditPeerFoldersRequest, GetDialogFiltersRequest,
@@ -19,7 +19,10 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, acting::Acting};
+use crate::{
+    Gateway,
+    acting::{self, Acting},
+};
 
 pub struct DialogsApi(pub Arc<Gateway>);
 
@@ -100,9 +103,9 @@ impl Dialogs for DialogsApi {
         request: Request<GetDialogsRequest>,
     ) -> Result<Response<DialogsSlice>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        // No contact list reaches svc-dialogs yet: a filter by contacts answers
-        // FILTER_CONTACTS_UNAVAILABLE until the gateway keeps contacts and passes them here.
-        let request = dialogs_svc::GetDialogsRequest::acting(me, request);
+        let request = acting::get_dialogs(&self.0.pool, me, request)
+            .await
+            .map_err(Error::from)?;
         let page = self.0.dialogs.clone().get_dialogs(request).await;
         let page = page.map_err(forward)?.into_inner();
         Ok(Response::new(self.slice(me.user_id, page).await?))

@@ -113,8 +113,6 @@ pub enum ErrorCode {
     FilterExcludeTooMuch,
     /// More dialog filters than a user may have.
     DialogFiltersTooMuch,
-    /// A dialog filter sorts by contacts, and the owner's contacts are not known here.
-    FilterContactsUnavailable,
     /// A last name longer than 64 characters.
     LastnameInvalid,
     /// An about text longer than 70 characters.
@@ -207,7 +205,6 @@ impl ErrorCode {
             Self::FilterIncludeTooMuch => "FILTER_INCLUDE_TOO_MUCH",
             Self::FilterExcludeTooMuch => "FILTER_EXCLUDE_TOO_MUCH",
             Self::DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
-            Self::FilterContactsUnavailable => "FILTER_CONTACTS_UNAVAILABLE",
             Self::LastnameInvalid => "LASTNAME_INVALID",
             Self::AboutTooLong => "ABOUT_TOO_LONG",
             Self::UsernameInvalid => "USERNAME_INVALID",
@@ -236,10 +233,9 @@ impl ErrorCode {
             Self::RandomIdDuplicate | Self::PhoneNumberOccupied | Self::UsernameOccupied => {
                 Code::AlreadyExists
             }
-            Self::PhoneNumberUnoccupied
-            | Self::FilePartMissing
-            | Self::MessageNotReadYet
-            | Self::FilterContactsUnavailable => Code::FailedPrecondition,
+            Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
+                Code::FailedPrecondition
+            }
             Self::Unavailable => Code::Unavailable,
             Self::Internal => Code::Internal,
             _ => Code::InvalidArgument,
