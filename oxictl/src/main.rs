@@ -7,6 +7,7 @@ mod device;
 mod format;
 mod people;
 mod presence;
+mod settings;
 
 /// The bench client shares the machine with the system it measures: the allocator the services
 /// use keeps its own CPU down too.
@@ -195,10 +196,29 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         offset_id: i64,
     },
-    /// The user's dialogs.
+    /// The user's dialogs: a folder's (0 the main list, 1 the archive) or a dialog filter's;
+    /// pinned ones first.
     Dialogs {
         #[arg(long, default_value_t = 20)]
         limit: i32,
+        #[arg(long, default_value_t = 0)]
+        folder: i32,
+        /// A dialog filter's id (see `folder list`).
+        #[arg(long, default_value_t = 0)]
+        filter: i32,
+    },
+    /// Pins a dialog (--off unpins it), or sets the order of a folder's pinned dialogs.
+    Pin(settings::PinArgs),
+    /// Moves dialogs to the archive (--undo: back to the main list).
+    Archive(settings::ArchiveArgs),
+    /// Mutes a dialog, for good or for a while (--off unmutes).
+    Mute(settings::MuteArgs),
+    /// Saves the draft of a dialog, kept for the user's other devices (no text clears it).
+    Draft(settings::DraftArgs),
+    /// Dialog filters (custom folders): list, set, delete, order.
+    Folder {
+        #[command(subcommand)]
+        command: settings::FolderCommand,
     },
     /// Your contacts: import by phone, list, delete.
     #[command(subcommand)]
@@ -273,6 +293,64 @@ fn show_update(u: &PtsUpdate) -> String {
             let ids: Vec<String> = d.ids.iter().map(|id| format!("#{id}")).collect();
             format!("deleted messages {}", ids.join(", "))
         }
+        Some(update::Kind::DialogPinned(p)) => format!(
+            "{} dialog with peer {}",
+            if p.pinned { "pinned" } else { "unpinned" },
+            p.peer_user()
+        ),
+        Some(update::Kind::PinnedDialogs(p)) => {
+            let order: Vec<String> = p
+                .order
+                .iter()
+                .filter_map(|p| p.user_id())
+                .map(|id| id.to_string())
+                .collect();
+            format!(
+                "pinned dialogs of folder {}: [{}]",
+                p.folder_id,
+                order.join(", ")
+            )
+        }
+        Some(update::Kind::FolderPeers(f)) => {
+            let moves: Vec<String> = f
+                .folder_peers
+                .iter()
+                .map(|fp| format!("peer {} → folder {}", fp.peer_user(), fp.folder_id))
+                .collect();
+            format!("moved {}", moves.join(", "))
+        }
+        Some(update::Kind::DialogUnreadMark(m)) => format!(
+            "dialog with peer {} {}",
+            m.peer_user(),
+            if m.unread {
+                "marked unread"
+            } else {
+                "unread mark taken away"
+            }
+        ),
+        Some(update::Kind::NotifySettings(n)) => {
+            let s = n.settings.unwrap_or_default();
+            format!(
+                "notify settings of peer {}: muted until {}, silent {:?}, previews {:?}",
+                n.peer_user(),
+                s.mute_until,
+                s.silent,
+                s.show_previews
+            )
+        }
+        Some(update::Kind::DraftMessage(d)) => match (&d.draft, d.clears_pts) {
+            (Some(draft), _) => format!("draft for peer {}: {:?}", d.peer_user(), draft.text),
+            (None, 0) => format!("draft for peer {} cleared", d.peer_user()),
+            (None, pts) => format!(
+                "draft for peer {} cleared by a sent message (the draft of pts {pts})",
+                d.peer_user()
+            ),
+        },
+        Some(update::Kind::DialogFilter(f)) => match &f.filter {
+            Some(filter) => format!("dialog {}", settings::show_filter(filter)),
+            None => format!("dialog filter {} deleted", f.id),
+        },
+        Some(update::Kind::DialogFilterOrder(o)) => format!("dialog filters ordered {:?}", o.order),
         Some(update::Kind::Profile(p)) => match &p.user {
             Some(u) => format!("profile now {}", people::show_user(u)),
             None => "profile changed".into(),
@@ -414,7 +492,16 @@ async fn main() -> anyhow::Result<()> {
             limit,
             offset_id,
         } => search(&path, q, with, from, limit, offset_id).await?,
-        Command::Dialogs { limit } => dialogs(&path, limit).await?,
+        Command::Dialogs {
+            limit,
+            folder,
+            filter,
+        } => dialogs(&path, limit, folder, filter).await?,
+        Command::Pin(args) => settings::pin(&path, args).await?,
+        Command::Archive(args) => settings::archive(&path, args).await?,
+        Command::Mute(args) => settings::mute(&path, args).await?,
+        Command::Draft(args) => settings::draft(&path, args).await?,
+        Command::Folder { command } => settings::folder(&path, command).await?,
         Command::Contacts(command) => people::contacts(&path, command).await?,
         Command::Username(command) => people::username(&path, command).await?,
         Command::Privacy(command) => people::privacy(&path, command).await?,
@@ -618,15 +705,23 @@ async fn difference(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn dialogs(path: &std::path::Path, limit: i32) -> anyhow::Result<()> {
+async fn dialogs(
+    path: &std::path::Path,
+    limit: i32,
+    folder_id: i32,
+    filter_id: i32,
+) -> anyhow::Result<()> {
     let c = DeviceClient::open(path).await?;
     let page = c
         .client
         .get_dialogs(GetDialogsRequest {
             limit,
+            folder_id,
+            filter_id,
             ..Default::default()
         })
         .await?;
+    println!("{} dialog(s) in all", page.count);
     for d in &page.dialogs {
         let name = page
             .users
@@ -638,8 +733,29 @@ async fn dialogs(path: &std::path::Path, limit: i32) -> anyhow::Result<()> {
             .iter()
             .find(|m| m.id == d.top_message_id)
             .map_or(String::new(), |m| m.text.clone());
+        let mut marks = Vec::new();
+        if d.pinned {
+            marks.push("pinned".to_owned());
+        }
+        if d.unread_mark {
+            marks.push("marked unread".to_owned());
+        }
+        if let Some(n) = d
+            .notify_settings
+            .filter(|n| n.mute_until > chrono::Utc::now().timestamp())
+        {
+            marks.push(format!("muted until {}", n.mute_until));
+        }
+        if let Some(draft) = &d.draft {
+            marks.push(format!("draft {:?}", draft.text));
+        }
+        let marks = if marks.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", marks.join(", "))
+        };
         println!(
-            "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}",
+            "peer {} ({name}): top #{} {top:?}, unread {}, read inbox ≤ #{}, read outbox ≤ #{}{marks}",
             d.peer_user(),
             d.top_message_id,
             d.unread_count,

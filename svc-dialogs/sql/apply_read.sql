@@ -1,4 +1,5 @@
--- A read from the owner's log: her watermark moves up to $3 and her unread count becomes $4.
+-- A read from the owner's log: her watermark moves up to $3 and her unread count becomes $4;
+-- a read takes her unread mark away.
 -- Returns, when the dialog exists, the highest of the messages newly read in the peer's own
 -- ids (primary key of dialogs; dialog_incoming's for the peer's ids).
 WITH before AS (
@@ -6,7 +7,7 @@ WITH before AS (
     WHERE owner_id = $1 AND peer_user_id = $2 FOR UPDATE
 ), moved AS (
     UPDATE dialogs d SET read_inbox_max_id = GREATEST(d.read_inbox_max_id, $3),
-                         unread_count = $4
+                         unread_count = $4, unread_mark = false
     FROM before
     WHERE d.owner_id = $1 AND d.peer_user_id = $2
     RETURNING before.read_inbox_max_id AS was

@@ -5,10 +5,13 @@
 //! receipts and the sender's side of a read are events for svc-updates, written to this
 //! service's outbox in the same transaction.
 
+mod apply_settings;
+pub mod filters;
 pub mod outbound;
 pub mod projection;
 mod read;
 mod service;
+pub mod settings;
 pub mod store;
 
 use std::{sync::Arc, time::Duration};

@@ -11,13 +11,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_outbox::{NewRow, Outbox};
 use oxigram_proto::types::v1::{
-    DialogDeletion, Peer, Update, UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UserEvent,
-    update,
+    DialogDeletion, Peer, Update, UpdateDraftMessage, UpdateReadHistoryInbox,
+    UpdateReadHistoryOutbox, UserEvent, update,
 };
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::{
+    apply_settings::{self, SettingChange},
     outbound,
     store::{Watermark, advance},
 };
@@ -41,6 +42,7 @@ struct Arrived {
     date: i64,
     out: bool,
     peer_box_id: i64,
+    event_id: Uuid,
 }
 
 /// A read of a dialog from its owner's log.
@@ -58,16 +60,18 @@ struct Deletion {
     dialog: DialogDeletion,
 }
 
-/// One step of a batch: the messages and deletes logged before a read of each owner, then
-/// those reads. Within a step, messages and deletes give the same dialogs in either order (a
-/// delete applied first records its incoming ids deleted, and its boundary keeps a message it
-/// saw from moving the top), so each kind is applied together; a read sets the unread count
-/// its place in the log gave it, so it comes after them.
+/// One step of a batch: the messages and deletes logged before a read or a setting of each
+/// owner, then those reads and settings. Within a step, messages and deletes give the same
+/// dialogs in either order (a delete applied first records its incoming ids deleted, and its
+/// boundary keeps a message it saw from moving the top), so each kind is applied together; a
+/// read sets the unread count its place in the log gave it, and a setting may depend on what
+/// came before it (a draft a message sent after it clears), so they come after them.
 #[derive(Default)]
 struct Phase {
     messages: Vec<Arrived>,
     deletions: Vec<Deletion>,
     reads: Vec<ReadInbox>,
+    settings: Vec<SettingChange>,
 }
 
 /// Applies logged events (each carrying its pts) in each owner's pts order, once each.
@@ -119,6 +123,8 @@ pub async fn apply(
                             date: m.date,
                             out: m.out,
                             peer_box_id: e.peer_box_id,
+                            event_id: Uuid::parse_str(&e.event_id)
+                                .map_err(|err| sqlx::Error::Decode(Box::new(err)))?,
                         });
                     }
                 }
@@ -144,6 +150,16 @@ pub async fn apply(
                     // Messages after this read come after it.
                     phase += 1;
                 }
+                Some(kind) if apply_settings::is_setting(kind) => {
+                    if let Some(kind) = e.update.and_then(|u| u.kind) {
+                        phases[phase].settings.push(SettingChange {
+                            owner,
+                            pts: e.pts,
+                            kind,
+                        });
+                    }
+                    phase += 1;
+                }
                 _ => other.push(e),
             }
         }
@@ -154,12 +170,15 @@ pub async fn apply(
     }
     let mut derived = Vec::new();
     for phase in phases {
-        apply_messages(&mut tx, &phase.messages).await?;
+        derived.extend(apply_messages(&mut tx, &phase.messages).await?);
         for deletion in phase.deletions {
             apply_deletion(&mut tx, deletion).await?;
         }
         for read in phase.reads {
             derived.extend(apply_read(&mut tx, read).await?);
+        }
+        for change in phase.settings {
+            apply_settings::apply(&mut tx, change).await?;
         }
     }
     for e in other {
@@ -234,19 +253,38 @@ async fn lock_positions(
         .collect())
 }
 
+/// A dialog as new messages left it: its draft, if it has one.
+#[derive(sqlx::FromRow)]
+struct Drafted {
+    owner_id: i64,
+    peer_user_id: i64,
+    draft_pts: i32,
+}
+
 /// New messages: recorded as incoming where they are, and each dialog's top message and unread
 /// count moved once, in one statement (creating the dialogs that are missing); a message
 /// counts as unread only above the dialog's read watermark, which the reads logged before it
-/// have set.
-async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<(), sqlx::Error> {
+/// have set. A message the owner sent clears her draft of the dialog: the draft-cleared update
+/// for her log is returned (an outbox row), its id derived from the message's event, and it
+/// names the draft it clears, so a draft saved after the message stays.
+async fn apply_messages(
+    tx: &mut PgConnection,
+    arrived: &[Arrived],
+) -> Result<Vec<NewRow>, sqlx::Error> {
     if arrived.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut tops: BTreeMap<(i64, i64), (i64, i64)> = BTreeMap::new();
+    // The first message each owner sent in a dialog: its event names the draft-cleared one.
+    let mut sent: BTreeMap<(i64, i64), (Uuid, i64)> = BTreeMap::new();
     for m in arrived {
         let top = tops.entry((m.owner, m.peer)).or_insert((0, 0));
         if m.id > top.0 {
             *top = (m.id, m.date);
+        }
+        if m.out {
+            sent.entry((m.owner, m.peer))
+                .or_insert((m.event_id, m.date));
         }
     }
     let incoming: Vec<&Arrived> = arrived.iter().filter(|m| !m.out).collect();
@@ -259,9 +297,44 @@ async fn apply_messages(tx: &mut PgConnection, arrived: &[Arrived]) -> Result<()
         .bind(incoming.iter().map(|m| m.peer).collect::<Vec<_>>())
         .bind(incoming.iter().map(|m| m.id).collect::<Vec<_>>())
         .bind(incoming.iter().map(|m| m.peer_box_id).collect::<Vec<_>>())
-        .execute(tx)
+        .bind(
+            tops.keys()
+                .map(|k| sent.contains_key(k))
+                .collect::<Vec<_>>(),
+        )
+        .execute(&mut *tx)
         .await?;
-    Ok(())
+    if sent.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Primary key of dialogs.
+    let drafted: Vec<Drafted> = sqlx::query_as(include_str!("../sql/drafted.sql"))
+        .bind(sent.keys().map(|k| k.0).collect::<Vec<_>>())
+        .bind(sent.keys().map(|k| k.1).collect::<Vec<_>>())
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok(drafted
+        .into_iter()
+        .filter_map(|d| {
+            let (message_event, date) = *sent.get(&(d.owner_id, d.peer_user_id))?;
+            let event_id = outbound::draft_cleared_event_id(message_event);
+            let event = UserEvent {
+                event_id: event_id.to_string(),
+                user_id: d.owner_id,
+                pts_count: 1,
+                date,
+                update: Some(Update {
+                    kind: Some(update::Kind::DraftMessage(UpdateDraftMessage {
+                        peer: Some(Peer::user(d.peer_user_id)),
+                        draft: None,
+                        clears_pts: d.draft_pts,
+                    })),
+                }),
+                ..Default::default()
+            };
+            Some(outbound::row(event_id, &event))
+        })
+        .collect())
 }
 
 /// A delete from the owner's log, in one dialog: its deleted incoming messages stop counting

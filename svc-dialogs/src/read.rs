@@ -117,7 +117,7 @@ pub async fn read_history(
 
 /// Looks at `done` until it holds, pausing a little longer each time, until `deadline` at the
 /// latest; `false` when the deadline came first.
-async fn until<F, Fut>(deadline: Instant, mut done: F) -> Result<bool, sqlx::Error>
+pub(crate) async fn until<F, Fut>(deadline: Instant, mut done: F) -> Result<bool, sqlx::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<bool, sqlx::Error>>,

@@ -2,7 +2,11 @@
 //! more than a line are in `sql/`.
 
 use oxigram_outbox::Outbox;
-use oxigram_proto::types::v1::{Dialog, Peer, Update, UpdateDeliveredOutbox, UserEvent, update};
+use oxigram_proto::types::v1::{
+    Dialog, DraftMessage, Peer, PeerNotifySettings, Update, UpdateDeliveredOutbox, UserEvent,
+    update,
+};
+use prost::Message as _;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -13,7 +17,7 @@ pub const MAX_RECEIPT_PEERS: i64 = 1000;
 
 /// A row of dialogs as a page shows it.
 #[derive(sqlx::FromRow)]
-struct DialogRow {
+pub(crate) struct DialogRow {
     peer_user_id: i64,
     top_message_id: i64,
     top_message_date: i64,
@@ -21,10 +25,41 @@ struct DialogRow {
     read_outbox_max_id: i64,
     unread_count: i32,
     delivered_outbox_max_id: i64,
+    folder_id: i32,
+    pinned_rank: i32,
+    unread_mark: bool,
+    mute_until: i64,
+    show_previews: Option<bool>,
+    silent: Option<bool>,
+    draft: Option<Vec<u8>>,
+}
+
+impl DialogRow {
+    /// Listed by GetDialogs: it has a message, or had one and was cleared with just_clear.
+    pub(crate) fn listed(&self) -> bool {
+        self.top_message_id > 0 || self.top_message_date > 0
+    }
+
+    pub(crate) fn peer(&self) -> i64 {
+        self.peer_user_id
+    }
+
+    pub(crate) fn unread_marked(&self) -> bool {
+        self.unread_mark
+    }
+
+    pub(crate) fn folder(&self) -> i32 {
+        self.folder_id
+    }
 }
 
 impl From<DialogRow> for Dialog {
     fn from(r: DialogRow) -> Self {
+        let settings = PeerNotifySettings {
+            show_previews: r.show_previews,
+            silent: r.silent,
+            mute_until: r.mute_until,
+        };
         Dialog {
             peer: Some(Peer::user(r.peer_user_id)),
             top_message_id: r.top_message_id,
@@ -33,27 +68,197 @@ impl From<DialogRow> for Dialog {
             read_outbox_max_id: r.read_outbox_max_id,
             unread_count: r.unread_count,
             delivered_outbox_max_id: r.delivered_outbox_max_id,
+            pinned: r.pinned_rank > 0,
+            folder_id: r.folder_id,
+            unread_mark: r.unread_mark,
+            notify_settings: (settings != PeerNotifySettings::default()).then_some(settings),
+            // A draft is written here only from a DraftMessage this service encoded.
+            draft: r
+                .draft
+                .and_then(|bytes| DraftMessage::decode(bytes.as_slice()).ok()),
         }
     }
 }
 
-/// One page of dialogs after the seek key `after` (top message date, top message id, peer),
-/// newest first (index dialogs_order).
+/// The seek key of a folder's page: (pinned rank, top message date, top message id, peer) of
+/// the last dialog of the previous page; unpinned dialogs have rank 0.
+pub type FolderKey = (i32, i64, i64, i64);
+
+/// The key before every dialog.
+pub const FIRST_KEY: FolderKey = (i32::MAX, i64::MAX, i64::MAX, i64::MAX);
+
+/// One page of a folder's dialogs after the seek key: pinned first in their order, then
+/// newest first (index dialogs_folder_order).
 pub async fn page(
     pool: &PgPool,
     owner: i64,
-    after: (i64, i64, i64),
+    folder: i32,
+    after: FolderKey,
     limit: i32,
 ) -> Result<Vec<Dialog>, sqlx::Error> {
     let rows: Vec<DialogRow> = sqlx::query_as(include_str!("../sql/page.sql"))
         .bind(owner)
+        .bind(folder)
         .bind(after.0)
         .bind(after.1)
         .bind(after.2)
+        .bind(after.3)
         .bind(limit as i64)
         .fetch_all(pool)
         .await?;
     Ok(rows.into_iter().map(Dialog::from).collect())
+}
+
+/// How many dialogs a folder lists (index dialogs_folder_order).
+pub async fn folder_count(pool: &PgPool, owner: i64, folder: i32) -> Result<i32, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/folder_count.sql"))
+        .bind(owner)
+        .bind(folder)
+        .fetch_one(pool)
+        .await
+}
+
+/// `owner`'s dialogs with `peers` (listed or not), in no order (primary key of dialogs).
+pub(crate) async fn dialog_rows(
+    pool: &PgPool,
+    owner: i64,
+    peers: &[i64],
+) -> Result<Vec<DialogRow>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/peer_dialogs.sql"))
+        .bind(owner)
+        .bind(peers)
+        .fetch_all(pool)
+        .await
+}
+
+/// `owner`'s listed dialogs with `peers`, in the order of `peers`, each once.
+pub async fn peer_dialogs(
+    pool: &PgPool,
+    owner: i64,
+    peers: &[i64],
+) -> Result<Vec<Dialog>, sqlx::Error> {
+    let mut rows: std::collections::HashMap<i64, DialogRow> = dialog_rows(pool, owner, peers)
+        .await?
+        .into_iter()
+        .filter(DialogRow::listed)
+        .map(|r| (r.peer_user_id, r))
+        .collect();
+    Ok(peers
+        .iter()
+        .filter_map(|p| rows.remove(p))
+        .map(Dialog::from)
+        .collect())
+}
+
+/// A dialog's folder and whether it is listed, when the owner has it (primary key of dialogs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DialogPlace {
+    pub folder_id: i32,
+    pub pinned: bool,
+    pub listed: bool,
+}
+
+pub async fn place(
+    pool: &PgPool,
+    owner: i64,
+    peer: i64,
+) -> Result<Option<DialogPlace>, sqlx::Error> {
+    let row: Option<(i32, i32, bool)> = sqlx::query_as(
+        "SELECT folder_id, pinned_rank, (top_message_id > 0 OR top_message_date > 0) \
+         FROM dialogs WHERE owner_id = $1 AND peer_user_id = $2",
+    )
+    .bind(owner)
+    .bind(peer)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(folder_id, rank, listed)| DialogPlace {
+        folder_id,
+        pinned: rank > 0,
+        listed,
+    }))
+}
+
+/// A folder's pinned dialogs' peers, in their order (index dialogs_folder_order).
+pub async fn pinned(pool: &PgPool, owner: i64, folder: i32) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT peer_user_id FROM dialogs WHERE owner_id = $1 AND folder_id = $2 \
+         AND pinned_rank > 0 ORDER BY pinned_rank DESC",
+    )
+    .bind(owner)
+    .bind(folder)
+    .fetch_all(pool)
+    .await
+}
+
+/// The pinned rank of `peer`'s dialog in `folder`, 0 when it is not pinned there (primary
+/// key of dialogs).
+pub async fn pinned_rank(
+    pool: &PgPool,
+    owner: i64,
+    folder: i32,
+    peer: i64,
+) -> Result<i32, sqlx::Error> {
+    let rank: Option<i32> = sqlx::query_scalar(
+        "SELECT pinned_rank FROM dialogs WHERE owner_id = $1 AND peer_user_id = $2 \
+         AND folder_id = $3",
+    )
+    .bind(owner)
+    .bind(peer)
+    .bind(folder)
+    .fetch_optional(pool)
+    .await?;
+    Ok(rank.unwrap_or(0))
+}
+
+/// The dialog's notification settings; the defaults when it has none (primary key of
+/// dialogs).
+pub async fn notify_settings(
+    pool: &PgPool,
+    owner: i64,
+    peer: i64,
+) -> Result<PeerNotifySettings, sqlx::Error> {
+    let row: Option<(i64, Option<bool>, Option<bool>)> = sqlx::query_as(
+        "SELECT mute_until, show_previews, silent FROM dialogs \
+         WHERE owner_id = $1 AND peer_user_id = $2",
+    )
+    .bind(owner)
+    .bind(peer)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map_or_else(
+        PeerNotifySettings::default,
+        |(mute_until, show_previews, silent)| PeerNotifySettings {
+            show_previews,
+            silent,
+            mute_until,
+        },
+    ))
+}
+
+/// What the peer settings bar rests on: whether the dialog has a message from the peer, one
+/// from the owner, and whether she hid the bar (primary key of dialogs; dialog_incoming's).
+pub async fn settings_bar(
+    pool: &PgPool,
+    owner: i64,
+    peer: i64,
+) -> Result<Option<(bool, bool, bool)>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/settings_bar.sql"))
+        .bind(owner)
+        .bind(peer)
+        .fetch_optional(pool)
+        .await
+}
+
+/// Hides the peer settings bar of a dialog (primary key of dialogs).
+pub async fn hide_settings_bar(pool: &PgPool, owner: i64, peer: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE dialogs SET settings_bar_hidden = true WHERE owner_id = $1 AND peer_user_id = $2",
+    )
+    .bind(owner)
+    .bind(peer)
+    .execute(pool)
+    .await?;
+    Ok(())
 }
 
 /// A dialog as a read counts it, in one snapshot.
@@ -107,7 +312,7 @@ fn event(user_id: i64, kind: update::Kind, origin_auth_key_id: i64) -> UserEvent
 }
 
 /// Writes events for svc-updates into the outbox (fast path first); returns their rows.
-async fn enqueue(
+pub(crate) async fn enqueue(
     tx: &mut PgConnection,
     outbox: &Outbox,
     events: &[UserEvent],

@@ -18,7 +18,7 @@ use svc_dialogs::{
 };
 
 /// The newest-first seek key before every dialog.
-const FIRST_PAGE: (i64, i64, i64) = (i64::MAX, i64::MAX, i64::MAX);
+const FIRST_PAGE: dialogs::FolderKey = dialogs::FIRST_KEY;
 
 struct Db {
     schema: Migrated,
@@ -153,7 +153,7 @@ type Top = (i64, i64, i64, i32);
 
 /// (peer, top message id, top message date, unread count) of each dialog on a page.
 async fn tops(db: &Db, owner: i64) -> anyhow::Result<Vec<(i64, i64, i64, i32)>> {
-    Ok(dialogs::page(&db.schema.pool, owner, FIRST_PAGE, 100)
+    Ok(dialogs::page(&db.schema.pool, owner, 0, FIRST_PAGE, 100)
         .await?
         .into_iter()
         .map(|d| {
@@ -328,15 +328,20 @@ async fn pages_seek_newest_first_by_date_id_and_peer() -> anyhow::Result<()> {
     let mut seen = Vec::new();
     let mut after = FIRST_PAGE;
     loop {
-        let page = dialogs::page(pool, 1, after, 2).await?;
+        let page = dialogs::page(pool, 1, 0, after, 2).await?;
         assert!(page.len() <= 2);
         let Some(last) = page.last() else { break };
-        after = (last.top_message_date, last.top_message_id, last.peer_user());
+        after = (
+            0,
+            last.top_message_date,
+            last.top_message_id,
+            last.peer_user(),
+        );
         seen.extend(page.iter().map(|d| d.peer_user()));
     }
     assert_eq!(seen, vec![14, 13, 12, 11, 10]);
     // Another owner sees none of them.
-    assert!(dialogs::page(pool, 2, FIRST_PAGE, 10).await?.is_empty());
+    assert!(dialogs::page(pool, 2, 0, FIRST_PAGE, 10).await?.is_empty());
     Ok(())
 }
 

@@ -248,6 +248,14 @@ pub async fn contacts_page(
         .await
 }
 
+/// Every contact of `owner`, by user id (primary key of contacts: her range of the key).
+pub async fn contact_ids(pool: &PgPool, owner: i64) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT contact_user_id FROM contacts WHERE owner_id = $1")
+        .bind(owner)
+        .fetch_all(pool)
+        .await
+}
+
 /// How many contacts `owner` has, and the version of her list (primary keys of users and of
 /// contacts: the count reads her range of the key).
 pub async fn contacts_summary(pool: &PgPool, owner: i64) -> Result<(i64, i64), sqlx::Error> {

@@ -430,25 +430,31 @@ impl PresenceTracker {
             return Ok(list.clone());
         }
         let mut list = Vec::new();
-        let mut page = types::GetDialogsRequest {
-            limit: DIALOGS_PAGE,
-            ..Default::default()
-        };
-        while list.len() < MAX_ANNOUNCED_PEERS {
-            let request = GetDialogsRequest {
-                owner_id: user_id,
-                request: Some(page),
+        // The main list, then the archive: an archived dialog's peer hears of her too.
+        for folder_id in [0, 1] {
+            let mut page = types::GetDialogsRequest {
+                limit: DIALOGS_PAGE,
+                folder_id,
+                ..Default::default()
             };
-            let dialogs = self.dialogs.clone().get_dialogs(request).await?;
-            let dialogs = dialogs.into_inner().dialogs;
-            list.extend(dialogs.iter().map(|d| d.peer_user()).filter(|p| *p > 0));
-            match dialogs.last() {
-                Some(last) if dialogs.len() == DIALOGS_PAGE as usize => {
-                    page.offset_date = last.top_message_date;
-                    page.offset_id = last.top_message_id;
-                    page.offset_peer = last.peer;
+            while list.len() < MAX_ANNOUNCED_PEERS {
+                let request = GetDialogsRequest {
+                    owner_id: user_id,
+                    request: Some(page),
+                    contacts: None,
+                };
+                let dialogs = self.dialogs.clone().get_dialogs(request).await?;
+                let dialogs = dialogs.into_inner().dialogs;
+                list.extend(dialogs.iter().map(|d| d.peer_user()).filter(|p| *p > 0));
+                match dialogs.last() {
+                    Some(last) if dialogs.len() == DIALOGS_PAGE as usize => {
+                        page.offset_date = last.top_message_date;
+                        page.offset_id = last.top_message_id;
+                        page.offset_peer = last.peer;
+                        page.offset_pinned = last.pinned;
+                    }
+                    _ => break,
                 }
-                _ => break,
             }
         }
         list.truncate(MAX_ANNOUNCED_PEERS);

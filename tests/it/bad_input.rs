@@ -14,7 +14,9 @@ use oxigram_proto::{
         SaveFilePartRequest, SearchRequest, SendCodeRequest, SendMessageRequest, SignInRequest,
         SignUpRequest, auth_client::AuthClient, media_client::MediaClient,
     },
-    types::v1::{MessageEntity, message_entity},
+    types::v1::{
+        DialogFilter, MessageEntity, SaveDraftRequest, UpdateDialogFilterRequest, message_entity,
+    },
 };
 use oxigram_tests::{LOGIN_CODE, Mode, System, client::code};
 use prost::Message;
@@ -429,6 +431,58 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
     let hello = alice.send(bob_id, 2, "hello Bob").await?;
     let hello_id = hello.message.context("no message")?.id;
     expect_nul_refused("edited text", alice.edit(bob_id, hello_id, "hi\0Bob").await);
+    let draft = |text: &str, entities: Vec<MessageEntity>| SaveDraftRequest {
+        peer: Some(oxigram_proto::types::v1::InputPeer::user(bob_id)),
+        text: text.into(),
+        entities,
+        reply_to_msg_id: 0,
+    };
+    let nul_link = MessageEntity {
+        kind: message_entity::Kind::TextUrl as i32,
+        offset: 0,
+        length: 5,
+        url: "https://example.com/\0".into(),
+        ..Default::default()
+    };
+    expect_nul_refused(
+        "draft text",
+        alice.dialogs().save_draft(draft("half\0", vec![])).await,
+    );
+    expect_nul_refused(
+        "draft entity url",
+        alice
+            .dialogs()
+            .save_draft(draft("hello", vec![nul_link]))
+            .await,
+    );
+    let filter = |title: &str, emoticon: &str| UpdateDialogFilterRequest {
+        id: 2,
+        filter: Some(DialogFilter {
+            id: 2,
+            title: title.into(),
+            emoticon: emoticon.into(),
+            non_contacts: true,
+            ..Default::default()
+        }),
+    };
+    expect_nul_refused(
+        "filter title",
+        alice
+            .dialogs()
+            .update_dialog_filter(filter("Wo\0rk", ""))
+            .await,
+    );
+    expect_nul_refused(
+        "filter emoticon",
+        alice
+            .dialogs()
+            .update_dialog_filter(filter("Work", "\0"))
+            .await,
+    );
+    assert!(
+        alice.get_dialog_filters().await?.is_empty(),
+        "no filter was made"
+    );
     let formatted = |change: fn(&mut SendMessageRequest)| {
         let mut request = SendMessageRequest {
             peer: Some(oxigram_proto::types::v1::InputPeer::user(bob_id)),

@@ -606,7 +606,9 @@ async fn server_view(client: &TestClient) -> anyhow::Result<ServerView> {
             offset_date: last.top_message_date,
             offset_id: last.top_message_id,
             offset_peer: last.peer,
+            offset_pinned: last.pinned,
             limit: 1,
+            ..GetDialogsRequest::default()
         };
         dialogs.extend(page);
     }

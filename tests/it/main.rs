@@ -5,6 +5,7 @@
 mod acknowledgements;
 mod bad_input;
 mod convergence;
+mod dialog_settings;
 mod faults;
 mod flow;
 mod full_stack;

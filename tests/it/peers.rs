@@ -262,6 +262,7 @@ async fn self_is_saved_messages_the_same_dialog_as_the_callers_own_id() -> anyho
             offset_id: last.top_message_id,
             offset_peer: last.peer,
             limit: 1,
+            ..GetDialogsRequest::default()
         };
     }
     paged.sort_unstable();

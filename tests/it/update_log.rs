@@ -378,6 +378,7 @@ async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
                         limit: 10,
                         ..Default::default()
                     }),
+                    contacts: None,
                 })
                 .await?
                 .into_inner();

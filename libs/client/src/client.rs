@@ -19,7 +19,14 @@ use oxigram_proto::{
         dialogs_client::DialogsClient, messages_client::MessagesClient,
         updates_client::UpdatesClient, users_client::UsersClient,
     },
-    types::v1::{InputPeer, PrivacyRule, UpdatesState, User},
+    types::v1::{
+        DialogFilter, DialogFilters, EditPeerFoldersRequest, GetNotifySettingsRequest,
+        GetPeerDialogsRequest, GetPeerSettingsRequest, HidePeerSettingsBarRequest, InputFolderPeer,
+        InputPeer, MarkDialogUnreadRequest, PeerNotifySettings, PeerSettings, PrivacyRule,
+        PtsUpdate, ReorderPinnedDialogsRequest, SaveDraftRequest, ToggleDialogPinRequest,
+        UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest, UpdateNotifySettingsRequest,
+        UpdatesState, User,
+    },
 };
 use tonic::{
     Streaming,
@@ -419,6 +426,159 @@ impl Client {
         let d = self.deadline;
         d.unary(self.dialogs().get_dialogs(d.request(request)))
             .await
+    }
+
+    /// The dialogs with these peers (those the account has), in their order.
+    pub async fn get_peer_dialogs(&self, peers: Vec<InputPeer>) -> Result<DialogsSlice, Error> {
+        let d = self.deadline;
+        let request = GetPeerDialogsRequest { peers };
+        d.unary(self.dialogs().get_peer_dialogs(d.request(request)))
+            .await
+    }
+
+    // The settings calls answer the update that logged the change: hand it to the device's
+    // update stream (`UpdateStream::answer_setting`), which applies it in its pts order.
+
+    /// Pins the dialog with `peer` at the head of its folder, or unpins it.
+    pub async fn toggle_dialog_pin(
+        &self,
+        peer: InputPeer,
+        pinned: bool,
+    ) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = ToggleDialogPinRequest {
+            peer: Some(peer),
+            pinned,
+        };
+        d.unary(self.dialogs().toggle_dialog_pin(d.request(request)))
+            .await
+    }
+
+    /// Sets the order of a folder's pinned dialogs (with `force`, unpins the others).
+    pub async fn reorder_pinned_dialogs(
+        &self,
+        folder_id: i32,
+        order: Vec<InputPeer>,
+        force: bool,
+    ) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = ReorderPinnedDialogsRequest {
+            folder_id,
+            order,
+            force,
+        };
+        d.unary(self.dialogs().reorder_pinned_dialogs(d.request(request)))
+            .await
+    }
+
+    /// Moves dialogs to folders (0 the main list, 1 the archive).
+    pub async fn edit_peer_folders(
+        &self,
+        folder_peers: Vec<(InputPeer, i32)>,
+    ) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = EditPeerFoldersRequest {
+            folder_peers: folder_peers
+                .into_iter()
+                .map(|(peer, folder_id)| InputFolderPeer {
+                    peer: Some(peer),
+                    folder_id,
+                })
+                .collect(),
+        };
+        d.unary(self.dialogs().edit_peer_folders(d.request(request)))
+            .await
+    }
+
+    /// Marks the dialog with `peer` unread, or takes the mark away.
+    pub async fn mark_dialog_unread(
+        &self,
+        peer: InputPeer,
+        unread: bool,
+    ) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = MarkDialogUnreadRequest {
+            peer: Some(peer),
+            unread,
+        };
+        d.unary(self.dialogs().mark_dialog_unread(d.request(request)))
+            .await
+    }
+
+    /// Sets how the dialog with `peer` notifies.
+    pub async fn update_notify_settings(
+        &self,
+        peer: InputPeer,
+        settings: PeerNotifySettings,
+    ) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = UpdateNotifySettingsRequest {
+            peer: Some(peer),
+            settings: Some(settings),
+        };
+        d.unary(self.dialogs().update_notify_settings(d.request(request)))
+            .await
+    }
+
+    pub async fn get_notify_settings(&self, peer: InputPeer) -> Result<PeerNotifySettings, Error> {
+        let d = self.deadline;
+        let request = GetNotifySettingsRequest { peer: Some(peer) };
+        d.unary(self.dialogs().get_notify_settings(d.request(request)))
+            .await
+    }
+
+    /// Saves the draft of a dialog (empty text and no reply: clears it).
+    pub async fn save_draft(&self, request: SaveDraftRequest) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        d.unary(self.dialogs().save_draft(d.request(request))).await
+    }
+
+    pub async fn get_peer_settings(&self, peer: InputPeer) -> Result<PeerSettings, Error> {
+        let d = self.deadline;
+        let request = GetPeerSettingsRequest { peer: Some(peer) };
+        d.unary(self.dialogs().get_peer_settings(d.request(request)))
+            .await
+    }
+
+    pub async fn hide_peer_settings_bar(&self, peer: InputPeer) -> Result<(), Error> {
+        let d = self.deadline;
+        let request = HidePeerSettingsBarRequest { peer: Some(peer) };
+        d.unary(self.dialogs().hide_peer_settings_bar(d.request(request)))
+            .await?;
+        Ok(())
+    }
+
+    /// Makes or edits the dialog filter `id` (`None`: deletes it).
+    pub async fn update_dialog_filter(
+        &self,
+        id: i32,
+        filter: Option<DialogFilter>,
+    ) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = UpdateDialogFilterRequest { id, filter };
+        d.unary(self.dialogs().update_dialog_filter(d.request(request)))
+            .await
+    }
+
+    /// Orders the account's dialog filters (every id once).
+    pub async fn update_dialog_filters_order(&self, order: Vec<i32>) -> Result<PtsUpdate, Error> {
+        let d = self.deadline;
+        let request = UpdateDialogFiltersOrderRequest { order };
+        d.unary(
+            self.dialogs()
+                .update_dialog_filters_order(d.request(request)),
+        )
+        .await
+    }
+
+    /// The account's dialog filters, in its order.
+    pub async fn get_dialog_filters(&self) -> Result<Vec<DialogFilter>, Error> {
+        let d = self.deadline;
+        let request = oxigram_proto::api::v1::GetDialogFiltersRequest {};
+        let filters: DialogFilters = d
+            .unary(self.dialogs().get_dialog_filters(d.request(request)))
+            .await?;
+        Ok(filters.filters)
     }
 
     // Updates --------------------------------------------------------------------------------

@@ -1,14 +1,17 @@
 //! A device's local copy of its account, built only from what the device receives: per dialog
 //! the messages it knows (in the account's own box ids), the top message, the read and
-//! delivered watermarks and the unread count, kept by the same rules svc-dialogs keeps them.
+//! delivered watermarks and the unread count, and the owner's settings of it (folder, pinned
+//! order, unread mark, notification settings, draft), with her dialog filters and their
+//! order, kept by the same rules svc-dialogs keeps them.
 //!
 //! Feed it every update in pts order, each once: the [`Event`]s an [`UpdateStream`] yields
 //! ([`Mirror::follow`]), or the updates a [`Sequencer`] hands to its callback
 //! ([`Mirror::apply`]). A difference's new messages arrive in their current state (the
 //! sequencer puts them into their updates), so the copy converges whatever the path. When the
 //! log no longer holds what the device missed (`too_long`), the copy is marked stale and
-//! [`Mirror::reload`] rebuilds it from `GetDialogs` and `GetHistory`. It also keeps the
-//! account's own profile, privacy rules and contacts as their updates describe them.
+//! [`Mirror::reload`] rebuilds it from `GetDialogs` (both folders), `GetHistory` and
+//! `GetDialogFilters`. It also keeps the account's own profile, privacy rules and contacts as
+//! their updates describe them.
 //!
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
@@ -17,8 +20,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use oxigram_proto::{
     api::v1::{GetContactsRequest, GetDialogsRequest, GetHistoryRequest},
+    dialog_rules::{FOLDER_ARCHIVE, FOLDER_MAIN, MAX_PINNED_DIALOGS, filter_order},
     types::v1::{
-        Dialog, InputPeer, Message, Peer, PrivacyRule, PtsUpdate, User, privacy_rule, update,
+        Dialog, DialogFilter, DraftMessage, InputPeer, Message, Peer, PeerNotifySettings,
+        PrivacyRule, PtsUpdate, User, privacy_rule, update,
     },
 };
 
@@ -39,6 +44,14 @@ pub struct LocalDialog {
     pub read_outbox_max_id: i64,
     pub delivered_outbox_max_id: i64,
     pub unread_count: i32,
+    /// 0 the main list, 1 the archive.
+    pub folder_id: i32,
+    /// Its place among the folder's pinned dialogs: 0 not pinned, the higher the nearer the
+    /// top (only the order means something).
+    pub pinned_rank: i64,
+    pub unread_mark: bool,
+    pub notify_settings: PeerNotifySettings,
+    pub draft: Option<DraftMessage>,
     /// The dialog's messages the device knows, by box id.
     pub messages: BTreeMap<i64, Message>,
 }
@@ -61,7 +74,18 @@ impl LocalDialog {
             read_outbox_max_id: self.read_outbox_max_id,
             unread_count: self.unread_count,
             delivered_outbox_max_id: self.delivered_outbox_max_id,
+            pinned: self.pinned_rank > 0,
+            folder_id: self.folder_id,
+            unread_mark: self.unread_mark,
+            notify_settings: (self.notify_settings != PeerNotifySettings::default())
+                .then_some(self.notify_settings),
+            draft: self.draft.clone(),
         }
+    }
+
+    /// Listed by `GetDialogs`: it has a top message.
+    fn listed(&self) -> bool {
+        self.top_message_id > 0
     }
 
     /// An incoming message above the read watermark is unread, as svc-dialogs counts it.
@@ -107,6 +131,8 @@ pub struct Mirror {
     /// after its deletion (the two are handed to the log apart), and box ids are never
     /// reused: a message arriving under one of these ids was deleted already.
     deleted_unseen: HashSet<i64>,
+    /// The dialog filters by id, with their place in the owner's order.
+    filters: BTreeMap<i32, (i32, DialogFilter)>,
     stale: bool,
     stats: MirrorStats,
     /// The account's own profile, as its last profile update gave it.
@@ -169,6 +195,60 @@ impl Mirror {
                 d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
             }
             update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
+            update::Kind::DialogPinned(u) => self.pin(u.peer_user(), u.pinned),
+            update::Kind::PinnedDialogs(u) => {
+                let order: Vec<i64> = u.order.iter().filter_map(Peer::user_id).collect();
+                self.pinned_order(u.folder_id, &order);
+            }
+            update::Kind::FolderPeers(u) => {
+                for fp in &u.folder_peers {
+                    let d = self.dialog_mut(fp.peer_user());
+                    if d.folder_id != fp.folder_id {
+                        d.folder_id = fp.folder_id;
+                        d.pinned_rank = 0;
+                    }
+                }
+            }
+            update::Kind::DialogUnreadMark(u) => {
+                self.dialog_mut(u.peer_user()).unread_mark = u.unread
+            }
+            update::Kind::NotifySettings(u) => {
+                self.dialog_mut(u.peer_user()).notify_settings = u.settings.unwrap_or_default();
+            }
+            update::Kind::DraftMessage(u) => match &u.draft {
+                Some(draft) => {
+                    self.dialog_mut(u.peer_user()).draft = Some(DraftMessage {
+                        pts: update.pts,
+                        ..draft.clone()
+                    });
+                }
+                None => {
+                    if let Some(d) = self.dialogs.get_mut(&u.peer_user()) {
+                        let saved_at = d.draft.as_ref().map(|d| d.pts);
+                        if u.clears_pts == 0 || saved_at == Some(u.clears_pts) {
+                            d.draft = None;
+                        }
+                    }
+                }
+            },
+            update::Kind::DialogFilter(u) => match &u.filter {
+                Some(filter) => {
+                    let next = self.filters.values().map(|f| f.0).max().unwrap_or(0) + 1;
+                    let position = self.filters.get(&u.id).map_or(next, |f| f.0);
+                    self.filters.insert(u.id, (position, filter.clone()));
+                }
+                None => {
+                    self.filters.remove(&u.id);
+                }
+            },
+            update::Kind::DialogFilterOrder(u) => {
+                let current: Vec<i32> = self.filters().iter().map(|f| f.id).collect();
+                for (i, id) in filter_order(&current, &u.order).iter().enumerate() {
+                    if let Some(f) = self.filters.get_mut(id) {
+                        f.0 = i as i32 + 1;
+                    }
+                }
+            }
             update::Kind::Profile(profile) => self.profile = profile.user.clone(),
             update::Kind::Privacy(privacy) => {
                 if let Some(rule) = &privacy.rule {
@@ -183,6 +263,37 @@ impl Mirror {
                     self.contacts.insert(contact.user_id, names);
                 }
             }
+        }
+    }
+
+    /// Pins a dialog at the head of its folder (a dialog pinned already stays where it is;
+    /// a full folder pins nothing more), or unpins it, as svc-dialogs does.
+    fn pin(&mut self, peer: i64, pinned: bool) {
+        if !pinned {
+            if let Some(d) = self.dialogs.get_mut(&peer) {
+                d.pinned_rank = 0;
+            }
+            return;
+        }
+        let folder = self.dialogs.get(&peer).map_or(FOLDER_MAIN, |d| d.folder_id);
+        let in_folder = self
+            .dialogs
+            .values()
+            .filter(|d| d.folder_id == folder && d.pinned_rank > 0);
+        let (count, top) = in_folder.fold((0, 0), |(n, top), d| (n + 1, d.pinned_rank.max(top)));
+        let d = self.dialog_mut(peer);
+        if d.pinned_rank == 0 && count < MAX_PINNED_DIALOGS {
+            d.pinned_rank = top + 1;
+        }
+    }
+
+    /// A folder's pinned dialogs become exactly `order` (of the dialogs in the folder).
+    fn pinned_order(&mut self, folder: i32, order: &[i64]) {
+        for d in self.dialogs.values_mut().filter(|d| d.folder_id == folder) {
+            d.pinned_rank = order
+                .iter()
+                .position(|p| *p == d.peer_user_id)
+                .map_or(0, |i| (order.len() - i) as i64);
         }
     }
 
@@ -241,6 +352,7 @@ impl Mirror {
         if let Some(d) = self.dialogs.get_mut(&peer) {
             d.read_inbox_max_id = d.read_inbox_max_id.max(max_id);
             d.unread_count = still_unread_count;
+            d.unread_mark = false;
         }
     }
 
@@ -294,19 +406,35 @@ impl Mirror {
         self.dialogs.get(&peer)
     }
 
-    /// The dialogs as `GetDialogs` lists them: those with a top message, newest first (by top
-    /// message date, then id, then peer).
+    /// The main list as `GetDialogs` lists it ([`dialogs_in`](Self::dialogs_in) folder 0).
     pub fn dialogs(&self) -> Vec<Dialog> {
-        let mut listed: Vec<Dialog> = self
+        self.dialogs_in(FOLDER_MAIN)
+    }
+
+    /// A folder's dialogs as `GetDialogs` lists them: those with a top message, the pinned
+    /// ones first in their order, then newest first (by top message date, then id, then peer).
+    pub fn dialogs_in(&self, folder: i32) -> Vec<Dialog> {
+        let mut listed: Vec<&LocalDialog> = self
             .dialogs
             .values()
-            .filter(|d| d.top_message_id > 0)
-            .map(LocalDialog::dialog)
+            .filter(|d| d.listed() && d.folder_id == folder)
             .collect();
         listed.sort_by_key(|d| {
-            std::cmp::Reverse((d.top_message_date, d.top_message_id, d.peer_user()))
+            std::cmp::Reverse((
+                d.pinned_rank,
+                d.top_message_date,
+                d.top_message_id,
+                d.peer_user_id,
+            ))
         });
-        listed
+        listed.into_iter().map(LocalDialog::dialog).collect()
+    }
+
+    /// The dialog filters, in the owner's order, as `GetDialogFilters` answers.
+    pub fn filters(&self) -> Vec<DialogFilter> {
+        let mut filters: Vec<&(i32, DialogFilter)> = self.filters.values().collect();
+        filters.sort_by_key(|f| f.0);
+        filters.into_iter().map(|f| f.1.clone()).collect()
     }
 
     /// A dialog's messages the device knows, newest first, as `GetHistory` pages them.
@@ -326,26 +454,41 @@ impl Mirror {
     /// dialog's next read.
     pub async fn load(client: &Client) -> Result<Self, Error> {
         let mut mirror = Self::new();
-        let mut request = GetDialogsRequest {
-            limit: RELOAD_PAGE,
-            ..GetDialogsRequest::default()
-        };
-        loop {
-            let page = client.get_dialogs(request).await?.dialogs;
-            let Some(last) = page.last() else { break };
-            request = GetDialogsRequest {
-                offset_date: last.top_message_date,
-                offset_id: last.top_message_id,
-                offset_peer: last.peer,
+        for folder_id in [FOLDER_MAIN, FOLDER_ARCHIVE] {
+            let mut request = GetDialogsRequest {
                 limit: RELOAD_PAGE,
+                folder_id,
+                ..GetDialogsRequest::default()
             };
-            let last_page = page.len() < RELOAD_PAGE as usize;
-            for dialog in page {
-                mirror.load_dialog(client, dialog).await?;
+            // The folder's pinned dialogs come first, in their order.
+            let mut pinned = Vec::new();
+            loop {
+                let page = client.get_dialogs(request).await?.dialogs;
+                let Some(last) = page.last() else { break };
+                request = GetDialogsRequest {
+                    offset_date: last.top_message_date,
+                    offset_id: last.top_message_id,
+                    offset_peer: last.peer,
+                    offset_pinned: last.pinned,
+                    limit: RELOAD_PAGE,
+                    folder_id,
+                    ..GetDialogsRequest::default()
+                };
+                let last_page = page.len() < RELOAD_PAGE as usize;
+                for dialog in page {
+                    if dialog.pinned {
+                        pinned.push(dialog.peer_user());
+                    }
+                    mirror.load_dialog(client, dialog).await?;
+                }
+                if last_page {
+                    break;
+                }
             }
-            if last_page {
-                break;
-            }
+            mirror.pinned_order(folder_id, &pinned);
+        }
+        for (i, filter) in client.get_dialog_filters().await?.into_iter().enumerate() {
+            mirror.filters.insert(filter.id, (i as i32 + 1, filter));
         }
         mirror.load_people(client).await?;
         Ok(mirror)
@@ -431,6 +574,12 @@ impl Mirror {
                 read_outbox_max_id: dialog.read_outbox_max_id,
                 delivered_outbox_max_id: dialog.delivered_outbox_max_id,
                 unread_count: dialog.unread_count,
+                folder_id: dialog.folder_id,
+                // Set by the folder's order once it is loaded.
+                pinned_rank: 0,
+                unread_mark: dialog.unread_mark,
+                notify_settings: dialog.notify_settings.unwrap_or_default(),
+                draft: dialog.draft,
                 messages,
             },
         );
@@ -686,6 +835,162 @@ mod tests {
         assert_eq!(unread(&mirror, BOB), Some(1));
         let stats = mirror.stats();
         assert_eq!((stats.unknown_deletes, stats.arrived_deleted), (1, 1));
+    }
+
+    fn at(pts: i32, kind: update::Kind) -> PtsUpdate {
+        PtsUpdate { pts, ..wrap(kind) }
+    }
+
+    fn pin(peer: i64, pinned: bool) -> PtsUpdate {
+        wrap(update::Kind::DialogPinned(
+            oxigram_proto::types::v1::UpdateDialogPinned {
+                peer: Some(Peer::user(peer)),
+                pinned,
+            },
+        ))
+    }
+
+    fn listed(mirror: &Mirror, folder: i32) -> Vec<(i64, bool)> {
+        mirror
+            .dialogs_in(folder)
+            .iter()
+            .map(|d| (d.peer_user(), d.pinned))
+            .collect()
+    }
+
+    #[test]
+    fn settings_apply_by_the_rules_the_server_keeps() {
+        use oxigram_proto::types::v1::{
+            FolderPeer, UpdateDialogUnreadMark, UpdateFolderPeers, UpdatePinnedDialogs,
+        };
+        let mut mirror = mirror_of(&[
+            incoming(1, BOB),
+            incoming(2, CAROL),
+            incoming(3, 9),
+            pin(BOB, true),
+            pin(CAROL, true),
+            // Pinned already: stays where it is.
+            pin(BOB, true),
+        ]);
+        assert_eq!(listed(&mirror, 0), [(CAROL, true), (BOB, true), (9, false)]);
+        mirror.apply(&wrap(update::Kind::PinnedDialogs(UpdatePinnedDialogs {
+            folder_id: 0,
+            order: vec![Peer::user(9), Peer::user(BOB)],
+        })));
+        assert_eq!(listed(&mirror, 0), [(9, true), (BOB, true), (CAROL, false)]);
+        mirror.apply(&wrap(update::Kind::FolderPeers(UpdateFolderPeers {
+            folder_peers: vec![FolderPeer {
+                peer: Some(Peer::user(9)),
+                folder_id: 1,
+            }],
+        })));
+        assert_eq!(listed(&mirror, 1), [(9, false)], "archived, unpinned");
+        assert_eq!(listed(&mirror, 0), [(BOB, true), (CAROL, false)]);
+        mirror.apply(&wrap(update::Kind::DialogUnreadMark(
+            UpdateDialogUnreadMark {
+                peer: Some(Peer::user(CAROL)),
+                unread: true,
+            },
+        )));
+        assert!(mirror.dialog(CAROL).is_some_and(|d| d.unread_mark));
+        mirror.apply(&read_inbox(CAROL, 2, 0));
+        assert!(
+            mirror.dialog(CAROL).is_some_and(|d| !d.unread_mark),
+            "a read takes it away"
+        );
+    }
+
+    #[test]
+    fn a_folder_pins_at_most_its_limit() {
+        let n = MAX_PINNED_DIALOGS as i64 + 1;
+        let mut updates: Vec<PtsUpdate> = (1..=n).map(|i| incoming(i, 100 + i)).collect();
+        updates.extend((1..=n).map(|i| pin(100 + i, true)));
+        let mirror = mirror_of(&updates);
+        let pinned: Vec<i64> = listed(&mirror, 0)
+            .into_iter()
+            .filter(|(_, pinned)| *pinned)
+            .map(|(peer, _)| peer)
+            .collect();
+        assert_eq!(pinned.len(), MAX_PINNED_DIALOGS);
+        assert!(!pinned.contains(&(100 + n)));
+    }
+
+    #[test]
+    fn a_draft_cleared_by_a_send_is_only_the_one_it_names() {
+        use oxigram_proto::types::v1::UpdateDraftMessage;
+        let save = |pts: i32, text: &str| {
+            at(
+                pts,
+                update::Kind::DraftMessage(UpdateDraftMessage {
+                    peer: Some(Peer::user(BOB)),
+                    draft: Some(DraftMessage {
+                        text: text.into(),
+                        ..DraftMessage::default()
+                    }),
+                    clears_pts: 0,
+                }),
+            )
+        };
+        let clear = |pts: i32, clears_pts: i32| {
+            at(
+                pts,
+                update::Kind::DraftMessage(UpdateDraftMessage {
+                    peer: Some(Peer::user(BOB)),
+                    draft: None,
+                    clears_pts,
+                }),
+            )
+        };
+        let draft = |m: &Mirror| {
+            m.dialog(BOB)
+                .and_then(|d| d.draft.clone())
+                .map(|d| (d.text, d.pts))
+        };
+        let mut mirror = mirror_of(&[incoming(1, BOB), save(2, "first")]);
+        assert_eq!(draft(&mirror), Some(("first".into(), 2)));
+        // Saved again after the send that clears the first: it stays.
+        mirror.apply(&save(4, "second"));
+        mirror.apply(&clear(5, 2));
+        assert_eq!(draft(&mirror), Some(("second".into(), 4)));
+        mirror.apply(&clear(6, 4));
+        assert_eq!(draft(&mirror), None);
+        // Saved empty (no clears_pts): gone whatever it was.
+        mirror.apply(&save(7, "third"));
+        mirror.apply(&clear(8, 0));
+        assert_eq!(draft(&mirror), None);
+    }
+
+    #[test]
+    fn filters_keep_their_place_and_take_an_order() {
+        use oxigram_proto::types::v1::{UpdateDialogFilter, UpdateDialogFilterOrder};
+        let filter = |id: i32, title: &str| {
+            wrap(update::Kind::DialogFilter(UpdateDialogFilter {
+                id,
+                filter: Some(DialogFilter {
+                    id,
+                    title: title.into(),
+                    ..DialogFilter::default()
+                }),
+            }))
+        };
+        let mut mirror = mirror_of(&[
+            filter(2, "a"),
+            filter(3, "b"),
+            filter(4, "c"),
+            filter(2, "a2"),
+        ]);
+        mirror.apply(&wrap(update::Kind::DialogFilterOrder(
+            UpdateDialogFilterOrder { order: vec![4, 2] },
+        )));
+        let titles =
+            |m: &Mirror| -> Vec<String> { m.filters().into_iter().map(|f| f.title).collect() };
+        assert_eq!(titles(&mirror), ["c", "a2", "b"]);
+        mirror.apply(&wrap(update::Kind::DialogFilter(UpdateDialogFilter {
+            id: 4,
+            filter: None,
+        })));
+        mirror.apply(&filter(5, "d"));
+        assert_eq!(titles(&mirror), ["a2", "b", "d"]);
     }
 
     #[test]

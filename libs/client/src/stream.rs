@@ -124,6 +124,14 @@ impl SentUpdates {
             let _ = self.0.send(update);
         }
     }
+
+    /// A settings call's answer, its own update, joins the stream (pts 0: it comes by
+    /// getDifference).
+    pub fn answer_setting(&self, update: PtsUpdate) {
+        if update.pts > 0 {
+            let _ = self.0.send(update);
+        }
+    }
 }
 
 /// A device's update stream: open it at the device's saved state, then call
@@ -192,6 +200,14 @@ impl UpdateStream {
     /// push of it).
     pub fn answer_edit(&mut self, response: EditMessageResponse) {
         if let Some(update) = edited_update(response) {
+            self.offer(update, Source::Sent);
+        }
+    }
+
+    /// The answer to a settings call of this device (its own update), applied in its pts
+    /// order; pts 0 (not logged in time) comes by getDifference.
+    pub fn answer_setting(&mut self, update: PtsUpdate) {
+        if update.pts > 0 {
             self.offer(update, Source::Sent);
         }
     }

@@ -92,6 +92,27 @@ pub enum ErrorCode {
     SearchQueryTooShort,
     /// A search query longer than 256 characters.
     SearchQueryTooLong,
+    /// Pinning past the most pinned dialogs a folder (or a filter) holds.
+    PinnedDialogsTooMuch,
+    /// A folder other than 0 (the main list) and 1 (the archive).
+    FolderIdInvalid,
+    /// Notification settings out of range (a negative `mute_until`).
+    NotifySettingsInvalid,
+    /// A dialog filter id out of range or not one of the caller's, or an order that is not
+    /// every filter once.
+    FilterIdInvalid,
+    /// A dialog filter without a title.
+    FilterTitleEmpty,
+    /// A dialog filter's title or emoticon too long.
+    FilterTitleInvalid,
+    /// A dialog filter that includes nothing (no category, no included or pinned peer).
+    FilterIncludeEmpty,
+    /// A dialog filter with too many pinned and included peers.
+    FilterIncludeTooMuch,
+    /// A dialog filter with too many excluded peers.
+    FilterExcludeTooMuch,
+    /// More dialog filters than a user may have.
+    DialogFiltersTooMuch,
     /// A last name longer than 64 characters.
     LastnameInvalid,
     /// An about text longer than 70 characters.
@@ -179,6 +200,16 @@ impl ErrorCode {
             Self::SearchQueryEmpty => "SEARCH_QUERY_EMPTY",
             Self::SearchQueryTooShort => "SEARCH_QUERY_TOO_SHORT",
             Self::SearchQueryTooLong => "SEARCH_QUERY_TOO_LONG",
+            Self::PinnedDialogsTooMuch => "PINNED_DIALOGS_TOO_MUCH",
+            Self::FolderIdInvalid => "FOLDER_ID_INVALID",
+            Self::NotifySettingsInvalid => "NOTIFY_SETTINGS_INVALID",
+            Self::FilterIdInvalid => "FILTER_ID_INVALID",
+            Self::FilterTitleEmpty => "FILTER_TITLE_EMPTY",
+            Self::FilterTitleInvalid => "FILTER_TITLE_INVALID",
+            Self::FilterIncludeEmpty => "FILTER_INCLUDE_EMPTY",
+            Self::FilterIncludeTooMuch => "FILTER_INCLUDE_TOO_MUCH",
+            Self::FilterExcludeTooMuch => "FILTER_EXCLUDE_TOO_MUCH",
+            Self::DialogFiltersTooMuch => "DIALOG_FILTERS_TOO_MUCH",
             Self::LastnameInvalid => "LASTNAME_INVALID",
             Self::AboutTooLong => "ABOUT_TOO_LONG",
             Self::UsernameInvalid => "USERNAME_INVALID",

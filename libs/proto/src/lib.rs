@@ -8,6 +8,9 @@
 //! API.
 
 pub mod codec;
+pub mod dialog_rules;
+
+pub use dialog_rules::dialogs_hash;
 
 /// One proto package `oxigram.<name>.v1` as the module `<name>::v1`, with any items after
 /// the package's name added to it.
@@ -38,7 +41,12 @@ package!(
         SaveFilePartRequest, SaveFilePartResponse, SearchRequest, SendMessageRequest,
         SendMessageResponse, AffectedHistory, DeleteHistoryRequest, DeleteMessagesRequest,
         SendMessageAction, UpdateUserStatus, UpdateUserTyping, UserStatus, send_message_action,
-        user_status,
+        user_status, DialogFilter, DialogFilters, DraftMessage, EditPeerFoldersRequest, FolderPeer,
+        GetNotifySettingsRequest, GetPeerDialogsRequest, GetPeerSettingsRequest,
+        HidePeerSettingsBarRequest, InputFolderPeer, MarkDialogUnreadRequest, PeerNotifySettings,
+        PeerSettings, PtsUpdate, ReorderPinnedDialogsRequest, SaveDraftRequest,
+        ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
+        UpdateNotifySettingsRequest,
     };
 );
 
@@ -130,10 +138,17 @@ mod peers {
         )*};
     }
     use crate::types::v1::{
-        Dialog, Message, UpdateDeliveredOutbox, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+        Dialog, FolderPeer, Message, UpdateDeliveredOutbox, UpdateDialogPinned,
+        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateNotifySettings, UpdateReadHistoryInbox,
+        UpdateReadHistoryOutbox,
     };
     peer_user!(
         Message => peer_id,
+        FolderPeer => peer,
+        UpdateDialogPinned => peer,
+        UpdateDialogUnreadMark => peer,
+        UpdateNotifySettings => peer,
+        UpdateDraftMessage => peer,
         Dialog => peer,
         UpdateReadHistoryInbox => peer,
         UpdateReadHistoryOutbox => peer,

@@ -1,26 +1,11 @@
-//! What the store benchmarks share: their flags, percentiles, and a migrated database of
-//! their own that is dropped after the run, whether or not it went through (a benchmark's
-//! database is large).
+//! What svc-messages' store benchmarks share: the flags, percentiles and fresh database of
+//! every store benchmark (`oxigram_testkit::bench`), on svc-messages' schema.
 
-use std::{future::Future, time::Duration};
+use std::future::Future;
 
-use anyhow::Context;
-use oxigram_testkit::store::{Migrated, migrated};
+use oxigram_testkit::store::Migrated;
 
-/// The value of `--name N` on the command line, or `default`.
-pub fn flag(name: &str, default: usize) -> anyhow::Result<usize> {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == name) {
-        Some(i) => Ok(args.get(i + 1).context("a value")?.parse()?),
-        None => Ok(default),
-    }
-}
-
-/// The `p` quantile (0..=1) of ascending, non-empty latencies.
-pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
+pub use oxigram_testkit::bench::{flag, percentile};
 
 /// Runs `measure` on a fresh database of svc-messages' schema, then drops the database.
 pub async fn on_fresh_database<F, Fut>(measure: F) -> anyhow::Result<()>
@@ -28,21 +13,10 @@ where
     F: FnOnce(Migrated) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
-    let db = migrated(
+    oxigram_testkit::bench::on_fresh_database(
         svc_messages::SCHEMA,
         &[&svc_messages::MIGRATOR, &oxigram_outbox::MIGRATOR],
+        measure,
     )
-    .await?;
-    let (url, pool) = (db.url.clone(), db.pool.clone());
-    let measured = measure(db).await;
-    let (server, name) = url.rsplit_once('/').context("database url")?;
-    pool.close().await;
-    let name = name.split('?').next().unwrap_or(name).to_owned();
-    let admin = sqlx::PgPool::connect(&format!("{server}/postgres")).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE \"{name}\" WITH (FORCE)"
-    )))
-    .execute(&admin)
-    .await?;
-    measured
+    .await
 }

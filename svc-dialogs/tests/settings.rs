@@ -1,0 +1,567 @@
+//! svc-dialogs' dialog settings against its own migrated schema: each settings update of a
+//! user's log applied by the projection (pins and their order and limit, folders, the unread
+//! mark and the read that takes it away, notify settings, drafts and the draft-cleared update
+//! a sent message makes, dialog filters and their order), folder pages with pinned dialogs
+//! first and their count, and the pages of dialog filters by their rules.
+
+use oxigram_outbox::{Outbox, RelayConfig};
+use oxigram_proto::{
+    dialog_rules::MAX_PINNED_DIALOGS,
+    types::v1::{
+        Dialog, DialogFilter, DraftMessage, FolderPeer, Message, Peer, PeerNotifySettings, Update,
+        UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned, UpdateDialogUnreadMark,
+        UpdateDraftMessage, UpdateFolderPeers, UpdateNewMessage, UpdateNotifySettings,
+        UpdatePinnedDialogs, UpdateReadHistoryInbox, UserEvent, update,
+    },
+};
+use oxigram_testkit::store::{self, Migrated};
+use prost::Message as _;
+use svc_dialogs::{
+    filters::{self, Offset},
+    outbound::{TO_UPDATES, draft_cleared_event_id},
+    projection,
+    store::{self as dialogs, FIRST_KEY},
+};
+
+const OWNER: i64 = 1;
+
+struct Db {
+    schema: Migrated,
+    outbox: Outbox,
+    /// The owner's next pts.
+    pts: i32,
+    /// The events the last application made for svc-updates.
+    derived: Vec<UserEvent>,
+}
+
+async fn schema() -> anyhow::Result<Db> {
+    let schema = store::migrated(
+        svc_dialogs::SCHEMA,
+        &[&svc_dialogs::MIGRATOR, &oxigram_outbox::MIGRATOR],
+    )
+    .await?;
+    let outbox = Outbox::new(
+        schema.pool.clone(),
+        svc_dialogs::SCHEMA,
+        RelayConfig::default(),
+    );
+    Ok(Db {
+        schema,
+        outbox,
+        pts: 1,
+        derived: Vec::new(),
+    })
+}
+
+impl Db {
+    /// Applies the owner's next update; answers its event id.
+    async fn apply(&mut self, kind: update::Kind) -> anyhow::Result<uuid::Uuid> {
+        let id = uuid::Uuid::new_v4();
+        let e = UserEvent {
+            event_id: id.to_string(),
+            user_id: OWNER,
+            pts: self.pts,
+            pts_count: 1,
+            date: 1_000 + i64::from(self.pts),
+            update: Some(Update { kind: Some(kind) }),
+            ..Default::default()
+        };
+        self.pts += 1;
+        let applied = projection::apply(&self.schema.pool, &self.outbox, vec![e]).await?;
+        self.derived = applied
+            .derived
+            .1
+            .iter()
+            .map(|row| {
+                assert_eq!(row.destination, TO_UPDATES);
+                UserEvent::decode(row.payload.as_slice())
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(id)
+    }
+
+    /// A message of the dialog with `peer`, box id `id`, dated `date`.
+    async fn message(
+        &mut self,
+        peer: i64,
+        id: i64,
+        date: i64,
+        out: bool,
+    ) -> anyhow::Result<uuid::Uuid> {
+        self.apply(update::Kind::NewMessage(UpdateNewMessage {
+            message: Some(Message {
+                id,
+                peer_id: Some(Peer::user(peer)),
+                from_user_id: if out { OWNER } else { peer },
+                out,
+                date,
+                ..Default::default()
+            }),
+            random_id: 0,
+        }))
+        .await
+    }
+
+    async fn pin(&mut self, peer: i64, pinned: bool) -> anyhow::Result<()> {
+        self.apply(update::Kind::DialogPinned(UpdateDialogPinned {
+            peer: Some(Peer::user(peer)),
+            pinned,
+        }))
+        .await?;
+        Ok(())
+    }
+
+    async fn page(&self, folder: i32) -> anyhow::Result<Vec<Dialog>> {
+        Ok(dialogs::page(&self.schema.pool, OWNER, folder, FIRST_KEY, 100).await?)
+    }
+
+    /// The peers of a folder's first page, and which of them are pinned.
+    async fn listed(&self, folder: i32) -> anyhow::Result<Vec<(i64, bool)>> {
+        Ok(self
+            .page(folder)
+            .await?
+            .iter()
+            .map(|d| (d.peer_user(), d.pinned))
+            .collect())
+    }
+
+    async fn dialog(&self, peer: i64) -> anyhow::Result<Option<Dialog>> {
+        Ok(dialogs::peer_dialogs(&self.schema.pool, OWNER, &[peer])
+            .await?
+            .pop())
+    }
+}
+
+/// Five dialogs, peer 10 + i with top message i dated 100 * i.
+async fn five_dialogs(db: &mut Db) -> anyhow::Result<()> {
+    for i in 1..=5 {
+        db.message(10 + i, i, 100 * i, false).await?;
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn pins_go_to_the_head_of_their_folder_and_keep_an_order() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    db.pin(12, true).await?;
+    db.pin(11, true).await?;
+    // Pinned already: stays where it is.
+    db.pin(12, true).await?;
+    assert_eq!(
+        db.listed(0).await?,
+        [
+            (11, true),
+            (12, true),
+            (15, false),
+            (14, false),
+            (13, false)
+        ]
+    );
+    // A reorder is the exact order: 13 joins, 12 is left out and unpinned.
+    db.apply(update::Kind::PinnedDialogs(UpdatePinnedDialogs {
+        folder_id: 0,
+        order: vec![Peer::user(13), Peer::user(11)],
+    }))
+    .await?;
+    assert_eq!(
+        db.listed(0).await?,
+        [
+            (13, true),
+            (11, true),
+            (15, false),
+            (14, false),
+            (12, false)
+        ]
+    );
+    db.pin(13, false).await?;
+    assert_eq!(db.listed(0).await?[0], (11, true));
+    // Archiving unpins, and the archive is a list of its own.
+    db.apply(update::Kind::FolderPeers(UpdateFolderPeers {
+        folder_peers: vec![FolderPeer {
+            peer: Some(Peer::user(11)),
+            folder_id: 1,
+        }],
+    }))
+    .await?;
+    assert_eq!(db.listed(1).await?, [(11, false)]);
+    assert_eq!(dialogs::folder_count(&db.schema.pool, OWNER, 0).await?, 4);
+    assert_eq!(dialogs::folder_count(&db.schema.pool, OWNER, 1).await?, 1);
+    assert!(
+        db.listed(0)
+            .await?
+            .iter()
+            .all(|(p, pinned)| *p != 11 && !pinned)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_folder_pins_at_most_its_limit() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    let n = MAX_PINNED_DIALOGS as i64 + 1;
+    for i in 1..=n {
+        db.message(100 + i, i, i, false).await?;
+    }
+    for i in 1..=n {
+        db.pin(100 + i, true).await?;
+    }
+    let page = db.page(0).await?;
+    let pinned: Vec<i64> = page
+        .iter()
+        .filter(|d| d.pinned)
+        .map(Dialog::peer_user)
+        .collect();
+    assert_eq!(pinned.len(), MAX_PINNED_DIALOGS);
+    assert!(
+        !pinned.contains(&(100 + n)),
+        "the pin past the limit changed nothing"
+    );
+    assert_eq!(
+        pinned[0],
+        100 + n - 1,
+        "the last pin that fitted is at the head"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pages_seek_through_the_pinned_dialogs_then_the_rest() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    db.pin(11, true).await?;
+    db.pin(12, true).await?;
+    let pool = &db.schema.pool;
+    let mut seen = Vec::new();
+    let mut after = FIRST_KEY;
+    loop {
+        let page = dialogs::page(pool, OWNER, 0, after, 1).await?;
+        let Some(last) = page.last() else { break };
+        let rank = if last.pinned {
+            dialogs::pinned_rank(pool, OWNER, 0, last.peer_user()).await?
+        } else {
+            0
+        };
+        after = (
+            rank,
+            last.top_message_date,
+            last.top_message_id,
+            last.peer_user(),
+        );
+        seen.push(last.peer_user());
+    }
+    assert_eq!(seen, [12, 11, 15, 14, 13]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_unread_mark_stays_until_a_read() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    db.apply(update::Kind::DialogUnreadMark(UpdateDialogUnreadMark {
+        peer: Some(Peer::user(12)),
+        unread: true,
+    }))
+    .await?;
+    assert!(db.dialog(12).await?.is_some_and(|d| d.unread_mark));
+    // A new message leaves it.
+    db.message(12, 6, 600, false).await?;
+    assert!(db.dialog(12).await?.is_some_and(|d| d.unread_mark));
+    db.apply(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+        peer: Some(Peer::user(12)),
+        max_id: 6,
+        still_unread_count: 0,
+    }))
+    .await?;
+    let d = db.dialog(12).await?;
+    assert_eq!(d.map(|d| (d.unread_mark, d.unread_count)), Some((false, 0)));
+    Ok(())
+}
+
+#[tokio::test]
+async fn notify_settings_are_kept_per_dialog() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    let muted = PeerNotifySettings {
+        show_previews: Some(false),
+        silent: None,
+        mute_until: 5_000,
+    };
+    db.apply(update::Kind::NotifySettings(UpdateNotifySettings {
+        peer: Some(Peer::user(13)),
+        settings: Some(muted),
+    }))
+    .await?;
+    let pool = &db.schema.pool;
+    assert_eq!(dialogs::notify_settings(pool, OWNER, 13).await?, muted);
+    assert_eq!(
+        db.dialog(13).await?.and_then(|d| d.notify_settings),
+        Some(muted)
+    );
+    // Defaults elsewhere, also for a peer without a dialog.
+    assert_eq!(
+        dialogs::notify_settings(pool, OWNER, 14).await?,
+        PeerNotifySettings::default()
+    );
+    assert_eq!(
+        dialogs::notify_settings(pool, OWNER, 99).await?,
+        PeerNotifySettings::default()
+    );
+    assert_eq!(db.dialog(14).await?.and_then(|d| d.notify_settings), None);
+    Ok(())
+}
+
+fn draft(text: &str) -> update::Kind {
+    update::Kind::DraftMessage(UpdateDraftMessage {
+        peer: Some(Peer::user(12)),
+        draft: Some(DraftMessage {
+            text: text.into(),
+            date: 50,
+            ..Default::default()
+        }),
+        clears_pts: 0,
+    })
+}
+
+#[tokio::test]
+async fn a_sent_message_clears_the_draft_it_found_and_only_that_one() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    let saved_at = db.pts;
+    db.apply(draft("hello")).await?;
+    let d = db.dialog(12).await?.and_then(|d| d.draft);
+    assert_eq!(
+        d.map(|d| (d.text, d.pts)),
+        Some(("hello".to_owned(), saved_at))
+    );
+    // A message of someone else, or to another dialog, leaves it.
+    db.message(12, 6, 600, false).await?;
+    assert!(db.derived.is_empty());
+    db.message(13, 7, 700, true).await?;
+    assert!(db.derived.is_empty());
+    // The owner sends in the dialog: the draft-cleared update, for her log, names the draft.
+    let sent = db.message(12, 8, 800, true).await?;
+    let events = db.derived.clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].event_id, draft_cleared_event_id(sent).to_string());
+    assert_eq!(events[0].user_id, OWNER);
+    let Some(update::Kind::DraftMessage(cleared)) = events[0].update.clone().and_then(|u| u.kind)
+    else {
+        anyhow::bail!("not a draft update: {:?}", events[0]);
+    };
+    assert_eq!(
+        (cleared.draft.clone(), cleared.clears_pts),
+        (None, saved_at)
+    );
+    // A draft saved before the clear comes back through the log stays.
+    db.apply(draft("written after the send")).await?;
+    db.apply(update::Kind::DraftMessage(cleared.clone()))
+        .await?;
+    let kept = db.dialog(12).await?.and_then(|d| d.draft).map(|d| d.text);
+    assert_eq!(kept.as_deref(), Some("written after the send"));
+    // The clear of that draft's pts takes it away.
+    let newer = db
+        .dialog(12)
+        .await?
+        .and_then(|d| d.draft)
+        .map_or(0, |d| d.pts);
+    db.apply(update::Kind::DraftMessage(UpdateDraftMessage {
+        clears_pts: newer,
+        ..cleared
+    }))
+    .await?;
+    assert_eq!(db.dialog(12).await?.and_then(|d| d.draft), None);
+    Ok(())
+}
+
+fn filter(id: i32, title: &str) -> DialogFilter {
+    DialogFilter {
+        id,
+        title: title.into(),
+        non_contacts: true,
+        ..Default::default()
+    }
+}
+
+async fn save_filter(db: &mut Db, f: DialogFilter) -> anyhow::Result<()> {
+    db.apply(update::Kind::DialogFilter(UpdateDialogFilter {
+        id: f.id,
+        filter: Some(f),
+    }))
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn filters_are_made_edited_ordered_and_deleted() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    for (id, title) in [(2, "a"), (3, "b"), (4, "c")] {
+        save_filter(&mut db, filter(id, title)).await?;
+    }
+    // An edit keeps the filter's place.
+    save_filter(&mut db, filter(2, "a2")).await?;
+    db.apply(update::Kind::DialogFilterOrder(UpdateDialogFilterOrder {
+        order: vec![4, 2],
+    }))
+    .await?;
+    let pool = &db.schema.pool;
+    let titles = |fs: Vec<DialogFilter>| -> Vec<(i32, String)> {
+        fs.into_iter().map(|f| (f.id, f.title)).collect()
+    };
+    assert_eq!(
+        titles(filters::filters(pool, OWNER).await?),
+        [(4, "c".into()), (2, "a2".into()), (3, "b".into())]
+    );
+    db.apply(update::Kind::DialogFilter(UpdateDialogFilter {
+        id: 2,
+        filter: None,
+    }))
+    .await?;
+    let pool = &db.schema.pool;
+    assert_eq!(
+        titles(filters::filters(pool, OWNER).await?),
+        [(4, "c".into()), (3, "b".into())]
+    );
+    assert!(filters::filters(pool, OWNER + 1).await?.is_empty());
+    Ok(())
+}
+
+/// The peers of a filter's whole list, page after page of `limit`, and its count.
+async fn filter_pages(
+    db: &Db,
+    f: &DialogFilter,
+    contacts: &[i64],
+    limit: i32,
+) -> anyhow::Result<(Vec<(i64, bool)>, i32)> {
+    let pool = &db.schema.pool;
+    let (mut seen, mut offset, mut count) = (Vec::new(), Offset::First, None);
+    loop {
+        let (page, total) = filters::page(pool, OWNER, f, contacts, offset, limit).await?;
+        // Counted on the first page; 0 on later ones.
+        match count {
+            None => count = Some(total),
+            Some(_) => assert_eq!(total, 0, "a later page is not counted"),
+        }
+        let Some(last) = page.last() else {
+            break;
+        };
+        offset = if last.pinned {
+            Offset::AfterPinned(last.peer_user())
+        } else {
+            Offset::After(last.top_message_date, last.top_message_id, last.peer_user())
+        };
+        seen.extend(page.iter().map(|d| (d.peer_user(), d.pinned)));
+    }
+    Ok((seen, count.unwrap_or(0)))
+}
+
+#[tokio::test]
+async fn a_filter_lists_its_pinned_peers_then_what_its_rules_take() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    // 11 is read, 12 muted for good, 13 archived; 14 and 15 unread.
+    db.apply(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+        peer: Some(Peer::user(11)),
+        max_id: 1,
+        still_unread_count: 0,
+    }))
+    .await?;
+    db.apply(update::Kind::NotifySettings(UpdateNotifySettings {
+        peer: Some(Peer::user(12)),
+        settings: Some(PeerNotifySettings {
+            mute_until: i64::from(i32::MAX),
+            ..Default::default()
+        }),
+    }))
+    .await?;
+    db.apply(update::Kind::FolderPeers(UpdateFolderPeers {
+        folder_peers: vec![FolderPeer {
+            peer: Some(Peer::user(13)),
+            folder_id: 1,
+        }],
+    }))
+    .await?;
+    let everyone = DialogFilter {
+        id: 2,
+        title: "all".into(),
+        contacts: true,
+        non_contacts: true,
+        ..Default::default()
+    };
+    // (case, filter, the owner's contacts, the peers listed and whether pinned)
+    type Case<'a> = (&'a str, DialogFilter, &'a [i64], Vec<(i64, bool)>);
+    let table: Vec<Case> = vec![
+        (
+            "every private chat, newest first",
+            everyone.clone(),
+            &[],
+            vec![
+                (15, false),
+                (14, false),
+                (13, false),
+                (12, false),
+                (11, false),
+            ],
+        ),
+        (
+            "pinned peers first in their order, excluded peers never",
+            DialogFilter {
+                pinned_peers: vec![Peer::user(11), Peer::user(14)],
+                exclude_peers: vec![Peer::user(15)],
+                ..everyone.clone()
+            },
+            &[],
+            vec![(11, true), (14, true), (13, false), (12, false)],
+        ),
+        (
+            "no muted, read or archived dialog",
+            DialogFilter {
+                exclude_muted: true,
+                exclude_read: true,
+                exclude_archived: true,
+                ..everyone.clone()
+            },
+            &[],
+            vec![(15, false), (14, false)],
+        ),
+        (
+            "an included peer whatever the exclusions say",
+            DialogFilter {
+                contacts: false,
+                non_contacts: false,
+                include_peers: vec![Peer::user(12), Peer::user(11)],
+                exclude_muted: true,
+                exclude_read: true,
+                ..everyone.clone()
+            },
+            &[],
+            vec![(12, false), (11, false)],
+        ),
+        (
+            "contacts only",
+            DialogFilter {
+                non_contacts: false,
+                ..everyone.clone()
+            },
+            &[11, 14, 99],
+            vec![(14, false), (11, false)],
+        ),
+        (
+            "non-contacts only",
+            DialogFilter {
+                contacts: false,
+                ..everyone.clone()
+            },
+            &[11, 14, 99],
+            vec![(15, false), (13, false), (12, false)],
+        ),
+    ];
+    for (name, f, contacts, expected) in table {
+        for limit in [1, 2, 100] {
+            let (seen, count) = filter_pages(&db, &f, contacts, limit).await?;
+            assert_eq!(seen, expected, "{name}, pages of {limit}");
+            assert_eq!(count as usize, expected.len(), "{name}: count");
+        }
+    }
+    Ok(())
+}
