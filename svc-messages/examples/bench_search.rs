@@ -1,10 +1,10 @@
 //! The search benchmark: fills a fresh database with one user's messages (and other users'
 //! messages beside them), indexes them through the search indexer, then times word and
 //! word-beginning queries through the store's own search (also while some of her newest
-//! bodies are still queued) and prints their p50/p99 and the plans the database uses.
+//! boxes are still queued) and prints their p50/p99 and the plans the database uses.
 //!
 //! `OXIGRAM_TEST_INFRA=local cargo run --release -p svc-messages --example bench_search -- \
-//!     [--messages 200000] [--others 200000] [--queries 300] [--queued 1000]`
+//!     [--messages 200000] [--others 200000] [--queries 300] [--queued 200]`
 
 mod common;
 
@@ -105,7 +105,7 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     let messages = flag("--messages", 200_000)? as i64;
     let others = flag("--others", 200_000)? as i64;
     let queries = flag("--queries", 300)?;
-    let lag = flag("--queued", 1_000)? as i64;
+    let lag = flag("--queued", 200)? as i64;
     let words = vocabulary();
 
     let started = Instant::now();
@@ -124,10 +124,12 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
         started.elapsed()
     );
 
-    // Every body through the indexer, as the service's indexer takes them.
-    sqlx::query("INSERT INTO search_queue (body_id) SELECT id FROM message_bodies")
-        .execute(&db.pool)
-        .await?;
+    // Every box through the indexer, as the service's indexer takes them.
+    sqlx::query(
+        "INSERT INTO search_queue (owner_id, body_id) SELECT owner_id, body_id FROM message_boxes",
+    )
+    .execute(&db.pool)
+    .await?;
     let started = Instant::now();
     let mut indexed = 0;
     loop {
@@ -145,7 +147,7 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     .fetch_one(&db.pool)
     .await?;
     println!(
-        "indexed: {indexed} bodies in {took:.1?} ({:.0} bodies/s), {keys} keys, {size} with \
+        "indexed: {indexed} boxes in {took:.1?} ({:.0} boxes/s), {keys} keys, {size} with \
          their index",
         indexed as f64 / took.as_secs_f64()
     );
@@ -173,10 +175,11 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
         slowest.push((name, "slowest", worst, peer));
     }
 
-    // The same words while the indexer lags: the newest bodies still queued.
+    // The same words while the indexer lags: her newest boxes still queued.
     sqlx::query(
-        "INSERT INTO search_queue (body_id) \
-         SELECT body_id FROM message_boxes WHERE owner_id = $1 ORDER BY box_id DESC LIMIT $2",
+        "INSERT INTO search_queue (owner_id, body_id) \
+         SELECT owner_id, body_id FROM message_boxes WHERE owner_id = $1 \
+         ORDER BY box_id DESC LIMIT $2",
     )
     .bind(OWNER)
     .bind(lag)

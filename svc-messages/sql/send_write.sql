@@ -11,8 +11,8 @@ bodies AS (
     INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)
     SELECT * FROM {boxes}
 ), queued AS (
-    -- Each new body waits for the search indexer (primary key of search_queue).
-    INSERT INTO search_queue (body_id) SELECT unnest({bodies.id})
+    -- Each new box waits for the search indexer (primary key of search_queue).
+    INSERT INTO search_queue (owner_id, body_id) SELECT * FROM unnest({boxes.owner_id}, {boxes.body_id})
 ), released AS (
     DELETE FROM idempotency_keys k
     USING {released} AS r(sender_id, random_id)

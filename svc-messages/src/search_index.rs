@@ -1,8 +1,8 @@
-//! The search indexer: brings the word keys of message_words in step with the bodies queued
-//! in search_queue (new, edited, or with a box deleted), in batches, after the writes that
-//! queued them committed. A send thus pays for one queue row, not for a key per word and
-//! owner; a search reads the queue too, so that it never misses a message the indexer has not
-//! reached yet.
+//! The search indexer: brings the word keys of message_words in step with the boxes queued in
+//! search_queue (new, edited, or deleted), in batches, after the writes that queued them
+//! committed. A send thus pays for a queue row per owner, not for a key per word; a search
+//! reads its owner's queue too, so that it never misses a message the indexer has not reached
+//! yet.
 
 use std::{
     sync::{LazyLock, atomic::AtomicU64},
@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::search_words::index_keys;
 
-/// Bodies one indexer transaction takes at most.
+/// Queued boxes one indexer transaction takes at most.
 pub const BATCH: i64 = 512;
 /// How long an indexer with nothing to do waits before it looks at the queue again.
 const IDLE_POLL: Duration = Duration::from_millis(200);
@@ -29,7 +29,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// How often it publishes how far behind it is.
 const LAG_EVERY: Duration = Duration::from_secs(5);
 
-/// One box of a claimed body, with the body's current text (sql/search_index_read.sql).
+/// A claimed box, with its body's current text (sql/search_index_read.sql).
 #[derive(sqlx::FromRow)]
 struct QueuedBox {
     owner_id: i64,
@@ -58,8 +58,8 @@ batch_row! {
     }
 }
 
-/// Indexes up to `max` queued bodies, oldest first, in one transaction: the keys of their
-/// current text for each live box, none for a deleted one. Returns how many it took.
+/// Indexes up to `max` queued boxes in one transaction: the keys of their body's current text
+/// for a live box, none for a deleted one. Returns how many it took.
 pub async fn index_queued(pool: &PgPool, max: i64) -> Result<usize, sqlx::Error> {
     static WRITE: LazyLock<String> = LazyLock::new(|| {
         Statement::new(include_str!("../sql/search_index_write.sql"))
@@ -68,15 +68,17 @@ pub async fn index_queued(pool: &PgPool, max: i64) -> Result<usize, sqlx::Error>
             .into_sql()
     });
     let mut tx = pool.begin().await?;
-    let bodies: Vec<i64> = sqlx::query_scalar(include_str!("../sql/search_index_claim.sql"))
+    let claimed: Vec<(i64, i64)> = sqlx::query_as(include_str!("../sql/search_index_claim.sql"))
         .bind(max)
         .fetch_all(&mut *tx)
         .await?;
-    if bodies.is_empty() {
+    if claimed.is_empty() {
         tx.commit().await?;
         return Ok(0);
     }
+    let (owners, bodies): (Vec<i64>, Vec<i64>) = claimed.iter().copied().unzip();
     let boxes: Vec<QueuedBox> = sqlx::query_as(include_str!("../sql/search_index_read.sql"))
+        .bind(&owners)
         .bind(&bodies)
         .fetch_all(&mut *tx)
         .await?;
@@ -107,17 +109,17 @@ pub async fn index_queued(pool: &PgPool, max: i64) -> Result<usize, sqlx::Error>
         .fetch_optional(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(bodies.len())
+    Ok(claimed.len())
 }
 
-/// The gauge of how long the next queued body has waited (0 when none): while it grows the
-/// indexer falls behind, and searches read a longer queue.
+/// The gauge of how long the oldest queued box has waited (0 when none): while it grows the
+/// indexer falls behind, and searches read longer queues.
 fn queue_age() -> &'static Gauge<f64, AtomicU64> {
     static AGE: LazyLock<Gauge<f64, AtomicU64>> = LazyLock::new(|| {
         let gauge = Gauge::default();
         oxigram_telemetry::metrics::register(
             "search_queue_oldest_seconds",
-            "How long the next body the search indexer takes has waited (0 when none)",
+            "How long the oldest box queued for the search indexer has waited (0 when none)",
             gauge.clone(),
         );
         gauge
@@ -137,7 +139,7 @@ async fn publish_lag(pool: &PgPool) {
     }
 }
 
-/// Indexes queued bodies until `shutdown`: batch after batch while the queue is full, then
+/// Indexes queued boxes until `shutdown`: batch after batch while the queue is full, then
 /// every [`IDLE_POLL`].
 pub async fn run(pool: PgPool, shutdown: CancellationToken) {
     let mut lag_published = Instant::now() - LAG_EVERY;

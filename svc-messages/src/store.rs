@@ -174,12 +174,22 @@ pub struct SearchQuery {
 }
 
 impl SearchQuery {
-    /// Whether a message the index or the queue offered is one the search asked for.
-    fn wants(&self, m: &Message) -> bool {
-        (self.min_date..=self.max_date).contains(&m.date)
-            && (self.from == 0 || m.from_user_id == self.from)
-            && self.words.matches(&m.text)
+    /// Whether a message of this date, sender and text is one the search asks for.
+    fn wants(&self, date: i64, sender: i64, text: &str) -> bool {
+        (self.min_date..=self.max_date).contains(&date)
+            && (self.from == 0 || sender == self.from)
+            && self.words.matches(text)
     }
+}
+
+/// A box of the owner still queued for the indexer, as a search tests it
+/// (sql/search_queued.sql).
+#[derive(sqlx::FromRow)]
+struct QueuedBox {
+    box_id: i64,
+    date: i64,
+    sender_id: i64,
+    text: String,
 }
 
 /// One page of a search, newest first.
@@ -196,37 +206,35 @@ const MAX_CANDIDATES: i64 = 1024;
 /// edited text) turn down more answers a shorter page that says where to go on.
 const PAGE_CANDIDATES: usize = 4096;
 
-/// The owner's messages matching `q.words`, newest first. Bodies the indexer has taken are
+/// The owner's messages matching `q.words`, newest first. Boxes the indexer has taken are
 /// found through message_words (sql/search_candidates.sql), read in rounds of growing size
-/// until the page is full; bodies still queued are tested as they are
-/// (sql/search_queued.sql). The queue is read first: a body leaves it in the transaction
-/// that indexes it, so that a body the first read misses is in the index the second reads.
-/// Every candidate is tested against the current text by the one rule of
-/// [`QueryWords::matches`], so a key an edit made stale finds nothing.
+/// until the page is full; boxes still queued are tested as they are (sql/search_queued.sql).
+/// The queue is read first: a box leaves it in the transaction that indexes it, so that a box
+/// the first read misses is in the index the second reads. Every candidate is tested against
+/// the current text by the one rule of [`QueryWords::matches`], so a key an edit made stale
+/// finds nothing.
 pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<SearchPage, sqlx::Error> {
-    static QUEUED: LazyLock<String> =
-        LazyLock::new(|| messages_of(include_str!("../sql/search_queued.sql")));
-    let queued: Vec<MessageRow> = sqlx::query_as(QUEUED.as_str())
+    let queued: Vec<QueuedBox> = sqlx::query_as(include_str!("../sql/search_queued.sql"))
         .bind(q.owner)
         .bind(q.peer)
         .bind(q.below_id)
         .fetch_all(pool)
         .await?;
-    let mut found: Vec<Message> = queued
+    let mut queued: Vec<i64> = queued
         .into_iter()
-        .map(Message::from)
-        .filter(|m| q.wants(m))
+        .filter(|b| q.wants(b.date, b.sender_id, &b.text))
+        .map(|b| b.box_id)
         .collect();
 
     let limit = q.limit as usize;
     let lead_end = q.words.lead_end();
+    let mut found: Vec<Message> = Vec::new();
     let mut seek = q.below_id;
     let mut want = FIRST_CANDIDATES.max(2 * q.limit as i64);
     let mut read = 0;
     // The index was read down to `seek`, all of it when `exhausted`.
     let exhausted = loop {
         let candidates: Vec<i64> = sqlx::query_scalar(include_str!("../sql/search_candidates.sql"))
-            .persistent(false)
             .bind(q.owner)
             .bind(q.peer)
             .bind(q.words.lead())
@@ -244,21 +252,29 @@ pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<SearchPage, sqlx::
             by_ids(pool, q.owner, &candidates)
                 .await?
                 .into_iter()
-                .filter(|m| q.wants(m)),
+                .filter(|m| q.wants(m.date, m.from_user_id, &m.text)),
         );
         if last_round {
             break true;
         }
-        if found.iter().filter(|m| m.id >= seek).count() >= limit || read >= PAGE_CANDIDATES {
+        let queued_above = queued.iter().filter(|&&id| id >= seek).count();
+        if found.len() + queued_above >= limit || read >= PAGE_CANDIDATES {
             break false;
         }
         want = (want * 4).min(MAX_CANDIDATES);
     };
 
-    // Below `seek` only queued bodies were read; they belong to a later page unless the index
-    // has nothing more.
+    // Below `seek` only queued boxes were read; they belong to a later page unless the index
+    // has nothing more. Of the rest, only those that can make the page are fetched.
     if !exhausted {
-        found.retain(|m| m.id >= seek);
+        queued.retain(|&id| id >= seek);
+    }
+    let found_ids: std::collections::HashSet<i64> = found.iter().map(|m| m.id).collect();
+    queued.retain(|id| !found_ids.contains(id));
+    queued.sort_unstable_by(|a, b| b.cmp(a));
+    queued.truncate(limit);
+    if !queued.is_empty() {
+        found.extend(by_ids(pool, q.owner, &queued).await?);
     }
     found.sort_unstable_by_key(|m| std::cmp::Reverse(m.id));
     found.dedup_by_key(|m| m.id);

@@ -969,7 +969,7 @@ async fn found(db: &Migrated, q: &SearchQuery) -> anyhow::Result<Vec<i64>> {
     Ok(page(db, q).await?.0)
 }
 
-/// Runs the search indexer until the queue is empty; returns how many bodies it indexed.
+/// Runs the search indexer until the queue is empty; returns how many boxes it indexed.
 async fn index_all(db: &Migrated) -> anyhow::Result<usize> {
     let mut indexed = 0;
     loop {
@@ -980,9 +980,10 @@ async fn index_all(db: &Migrated) -> anyhow::Result<usize> {
     }
 }
 
-async fn queued(db: &Migrated) -> anyhow::Result<Vec<i64>> {
+/// (owner, body) of every queued box.
+async fn queued(db: &Migrated) -> anyhow::Result<Vec<(i64, i64)>> {
     Ok(
-        sqlx::query_scalar("SELECT body_id FROM search_queue ORDER BY body_id")
+        sqlx::query_as("SELECT owner_id, body_id FROM search_queue ORDER BY 1, 2")
             .fetch_all(&db.pool)
             .await?,
     )
@@ -1032,12 +1033,12 @@ async fn search_matches_word_beginnings_ignoring_case_queued_and_indexed() -> an
         ("说", &[7]),
         ("zebra", &[]),
     ];
-    // First from the queue alone, then from the index alone.
-    assert_eq!(queued(&db).await?.len(), 8);
+    // First from the queue alone, then from the index alone: two boxes per message.
+    assert_eq!(queued(&db).await?.len(), 16);
     for indexed in [false, true] {
         if indexed {
-            assert_eq!(index_all(&db).await?, 8);
-            assert_eq!(queued(&db).await?, Vec::<i64>::new());
+            assert_eq!(index_all(&db).await?, 16);
+            assert_eq!(queued(&db).await?, []);
         }
         for (text, ids) in cases {
             assert_eq!(
@@ -1072,17 +1073,17 @@ async fn the_indexer_keys_each_live_box_by_its_current_words() -> anyhow::Result
         &[new(ANN, BOB, 1, "Draft, draft!"), new(ANN, ANN, 2, "note")],
     )
     .await?;
-    assert_eq!(index_all(&db).await?, 2);
+    assert_eq!(index_all(&db).await?, 3);
     let k = |owner: i64, word: &str, box_id: i64| (owner, word.to_owned(), box_id);
     assert_eq!(
         keys(&db).await?,
         [k(ANN, "draft", 1), k(ANN, "note", 2), k(BOB, "draft", 1)]
     );
 
-    // An edit queues its body again; its new words are added.
+    // An edit queues both owners' boxes again; its new words are added.
     edit_one(&db, &outbox, ANN, BOB, 1, "final draft").await?;
-    assert_eq!(queued(&db).await?.len(), 1);
-    assert_eq!(index_all(&db).await?, 1);
+    assert_eq!(queued(&db).await?, [(ANN, 1), (BOB, 1)]);
+    assert_eq!(index_all(&db).await?, 2);
     assert_eq!(
         keys(&db).await?,
         [
@@ -1094,9 +1095,9 @@ async fn the_indexer_keys_each_live_box_by_its_current_words() -> anyhow::Result
         ]
     );
 
-    // A delete in Ann's view only removes her keys of the box.
+    // A delete in Ann's view queues her box alone, and removes her keys of it.
     delete_one(&db, &outbox, ANN, Targets::Ids(vec![1]), false).await?;
-    assert_eq!(queued(&db).await?.len(), 1);
+    assert_eq!(queued(&db).await?, [(ANN, 1)]);
     assert_eq!(index_all(&db).await?, 1);
     assert_eq!(
         keys(&db).await?,
