@@ -276,8 +276,9 @@ pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<SearchPage, sqlx::
     if !queued.is_empty() {
         found.extend(by_ids(pool, q.owner, &queued).await?);
     }
+    // Each id once: the index's rounds read below each other, and queued ids it found are
+    // left out above.
     found.sort_unstable_by_key(|m| std::cmp::Reverse(m.id));
-    found.dedup_by_key(|m| m.id);
     let next_offset_id = match found.len() >= limit {
         true => {
             found.truncate(limit);
