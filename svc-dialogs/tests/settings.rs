@@ -1,7 +1,7 @@
 //! svc-dialogs' dialog settings against its own migrated schema: each settings update of a
 //! user's log applied by the projection (pins and their order and limit, folders, the unread
 //! mark and the read that takes it away, notify settings, drafts and the draft-cleared update
-//! a sent message makes, dialog filters and their order), folder pages with pinned dialogs
+//! a sent message makes, the hidden peer settings bar, dialog filters and their order), folder pages with pinned dialogs
 //! first and their count, and the pages of dialog filters by their rules.
 
 use oxigram_outbox::{Outbox, RelayConfig};
@@ -11,7 +11,8 @@ use oxigram_proto::{
         Dialog, DialogFilter, DraftMessage, FolderPeer, Message, Peer, PeerNotifySettings, Update,
         UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned, UpdateDialogUnreadMark,
         UpdateDraftMessage, UpdateFolderPeers, UpdateNewMessage, UpdateNotifySettings,
-        UpdatePinnedDialogs, UpdateReadHistoryInbox, UserEvent, update,
+        UpdatePeerSettingsBarHidden, UpdatePinnedDialogs, UpdateReadHistoryInbox, UserEvent,
+        update,
     },
 };
 use oxigram_testkit::store::{self, Migrated};
@@ -112,7 +113,7 @@ impl Db {
     }
 
     async fn page(&self, folder: i32) -> anyhow::Result<Vec<Dialog>> {
-        Ok(dialogs::page(&self.schema.pool, OWNER, folder, FIRST_KEY, 100).await?)
+        Ok(dialogs::page(&self.schema.pool, OWNER, folder, FIRST_KEY, 100, false).await?)
     }
 
     /// The peers of a folder's first page, and which of them are pinned.
@@ -235,7 +236,7 @@ async fn pages_seek_through_the_pinned_dialogs_then_the_rest() -> anyhow::Result
     let mut seen = Vec::new();
     let mut after = FIRST_KEY;
     loop {
-        let page = dialogs::page(pool, OWNER, 0, after, 1).await?;
+        let page = dialogs::page(pool, OWNER, 0, after, 1, false).await?;
         let Some(last) = page.last() else { break };
         let rank = if last.pinned {
             dialogs::pinned_rank(pool, OWNER, 0, last.peer_user()).await?
@@ -308,6 +309,47 @@ async fn notify_settings_are_kept_per_dialog() -> anyhow::Result<()> {
         PeerNotifySettings::default()
     );
     assert_eq!(db.dialog(14).await?.and_then(|d| d.notify_settings), None);
+    Ok(())
+}
+
+async fn hide_bar(db: &mut Db, peer: i64) -> anyhow::Result<()> {
+    db.apply(update::Kind::PeerSettingsBarHidden(
+        UpdatePeerSettingsBarHidden {
+            peer: Some(Peer::user(peer)),
+        },
+    ))
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_hidden_settings_bar_stays_hidden_also_before_the_first_message() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    let pool = &db.schema.pool;
+    assert_eq!(
+        dialogs::settings_bar(pool, OWNER, 12).await?,
+        Some((true, false, false))
+    );
+    hide_bar(&mut db, 12).await?;
+    // (peer wrote, owner wrote, hidden). A dialog without a message yet keeps it for when one
+    // comes.
+    hide_bar(&mut db, 20).await?;
+    db.message(20, 6, 600, false).await?;
+    let pool = &db.schema.pool;
+    for peer in [12, 20] {
+        assert_eq!(
+            dialogs::settings_bar(pool, OWNER, peer).await?,
+            Some((true, false, true)),
+            "peer {peer}"
+        );
+        assert!(
+            db.dialog(peer)
+                .await?
+                .is_some_and(|d| d.settings_bar_hidden)
+        );
+    }
+    assert!(db.dialog(13).await?.is_some_and(|d| !d.settings_bar_hidden));
     Ok(())
 }
 
