@@ -132,6 +132,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         route_lookup,
         start.pool.clone(),
         dialogs.clone(),
+        messages.clone(),
         transient.clone(),
         &config.gateway,
     );

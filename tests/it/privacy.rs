@@ -1,5 +1,5 @@
-//! People and privacy across the services: what a viewer sees of another user's phone and
-//! photo in every call that returns users, for each rule and relationship (the privacy
+//! People and privacy across the services: what a viewer sees of another user's phone,
+//! photo and last seen in every call that returns users, for each rule and relationship (the privacy
 //! matrix); who finds a user by phone; usernames, profiles and contacts with their
 //! refusals; the lookup limit; and each change as an update on the user's other devices.
 
@@ -11,7 +11,7 @@ use oxigram_proto::{
         GetProfilePhotoRequest, SaveFilePartRequest, SearchRequest, UpdateProfilePhotoRequest,
         UpdateProfileRequest, media_client::MediaClient,
     },
-    types::v1::{PrivacyRule, User, privacy_rule, update},
+    types::v1::{PrivacyRule, User, privacy_rule, update, user_status},
 };
 use oxigram_tests::{Mode, System, TestClient, client::code};
 use tonic::Status;
@@ -124,12 +124,13 @@ async fn views_of_messages(
     Ok(views)
 }
 
-/// The privacy matrix: for the phone-number and profile-photo rules, each value with an
-/// exception, what a contact (the owner keeps him), a non-contact, a blocked user, the
-/// exception, and a user who keeps the owner as her contact (one way: she gave the phone, so
-/// she sees it) see of the owner in every call that returns users. The last-seen rule is
-/// stored and read back; whether its viewer sees the exact time is
-/// `svc_gateway::privacy::sees_exact_last_seen`, tested with the rules.
+/// The privacy matrix: for the phone-number, profile-photo and last-seen rules, each value
+/// with an exception, what a contact (the owner keeps him), a non-contact, a blocked user,
+/// the exception, and a user who keeps the owner as her contact (one way: she gave the
+/// phone, so she sees it) see of the owner in every call that returns users. The owner is
+/// online throughout (her calls keep her so): whoever her last-seen rule allows sees her
+/// online until a time, anyone else "recently", and a user she blocked nothing at all ("a
+/// long time ago").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_privacy_matrix() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
@@ -186,7 +187,7 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             [false, false, false, true, false],
         ),
     ];
-    for key in [PHONE, PHOTO] {
+    for key in [PHONE, PHOTO, LAST_SEEN] {
         for (value, (allow, deny), sees) in &values {
             let mut sees = *sees;
             if key == PHONE {
@@ -222,6 +223,19 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
                     if key == PHONE {
                         let phone = if sees { "15557100" } else { "" };
                         assert_eq!(seen.phone, phone, "{what}");
+                    } else if key == LAST_SEEN {
+                        let status = seen.status.and_then(|s| s.kind);
+                        match (*relation, sees) {
+                            ("blocked", _) => assert_eq!(status, None, "{what}"),
+                            (_, true) => assert!(
+                                matches!(status, Some(user_status::Kind::Online(_))),
+                                "{what}: {status:?}"
+                            ),
+                            (_, false) => assert!(
+                                matches!(status, Some(user_status::Kind::Recently(_))),
+                                "{what}: {status:?}"
+                            ),
+                        }
                     } else {
                         let photo_id = if sees { photo } else { 0 };
                         assert_eq!(seen.photo_id, photo_id, "{what}");
