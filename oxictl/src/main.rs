@@ -812,6 +812,7 @@ async fn watch(
                 println!("{}", presence::show_typing(&t, tokio::time::Instant::now()))
             }
             Event::Status(s) => println!("{}", presence::show_status(&s)),
+            Event::User(u) => println!("profile changed: {}", people::show_user(&u)),
         }
         if updates.state().pts != c.device.pts {
             c.device.pts = updates.state().pts;

@@ -23,6 +23,7 @@ pub mod people;
 mod presence;
 pub mod privacy;
 pub mod profile;
+mod profile_push;
 mod rate_limit;
 pub mod status;
 mod transient;

@@ -405,7 +405,11 @@ impl PresenceTracker {
     }
 
     /// Which of `users` `owner` blocked, from svc-messages.
-    async fn blocked_among(&self, owner: i64, users: &[i64]) -> anyhow::Result<HashSet<i64>> {
+    pub(crate) async fn blocked_among(
+        &self,
+        owner: i64,
+        users: &[i64],
+    ) -> anyhow::Result<HashSet<i64>> {
         let mut blocked = HashSet::new();
         for chunk in users.chunks(BLOCKS_CHUNK) {
             let request = BlockedAmongRequest {
@@ -463,7 +467,7 @@ impl PresenceTracker {
 
     /// The peers of the user's dialogs, most recent first (at most `MAX_ANNOUNCED_PEERS`),
     /// from svc-dialogs, kept for `PEERS_TTL`.
-    async fn dialog_peers(&self, user_id: i64) -> anyhow::Result<Arc<Vec<i64>>> {
+    pub(crate) async fn dialog_peers(&self, user_id: i64) -> anyhow::Result<Arc<Vec<i64>>> {
         if let Ok(peers) = self.peers.lock()
             && let Some((list, at)) = peers.get(&user_id)
             && at.elapsed() < PEERS_TTL

@@ -17,7 +17,7 @@ use crate::{
 };
 
 /// The keys the view reads.
-const VIEW_KEYS: [Key; 2] = [Key::PhoneNumber, Key::ProfilePhoto];
+pub(crate) const VIEW_KEYS: [Key; 2] = [Key::PhoneNumber, Key::ProfilePhoto];
 
 /// How `viewer` sees the user she found as `found`, under the user's `rules`, when that user
 /// blocked her (`blocked_by_owner`) or not. The owner sees all of herself.

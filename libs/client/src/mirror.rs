@@ -164,7 +164,8 @@ impl Mirror {
             | Event::Resumed { .. }
             | Event::Failed { .. }
             | Event::Typing(_)
-            | Event::Status(_) => {}
+            | Event::Status(_)
+            | Event::User(_) => {}
         }
     }
 
