@@ -6,7 +6,7 @@
 
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::{
-    dialog_rules::MAX_PINNED_DIALOGS,
+    dialog_rules::{MAX_PINNED_DIALOGS, MUTE_FOREVER},
     types::v1::{
         Dialog, DialogFilter, DraftMessage, FolderPeer, Message, Peer, PeerNotifySettings, Update,
         UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned, UpdateDialogUnreadMark,
@@ -604,6 +604,122 @@ async fn a_filter_lists_its_pinned_peers_then_what_its_rules_take() -> anyhow::R
             assert_eq!(seen, expected, "{name}, pages of {limit}");
             assert_eq!(count as usize, expected.len(), "{name}: count");
         }
+    }
+    Ok(())
+}
+
+/// A small deterministic generator (no seed crate for a test's draws).
+struct Draws(u64);
+
+impl Draws {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+
+    fn peers(&mut self, of: &[i64], n: u64) -> Vec<i64> {
+        let mut picked: Vec<i64> = (0..n)
+            .map(|_| of[self.below(of.len() as u64) as usize])
+            .collect();
+        picked.dedup();
+        picked
+    }
+}
+
+/// The counts kept per owner (folders, and filters of every rule kind, timed mutes ahead and
+/// past included) say what the pages hold, whatever the dialogs' state.
+#[tokio::test]
+async fn counts_kept_per_list_are_what_the_pages_hold() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    let mut d = Draws(0x5eed);
+    let now = chrono::Utc::now().timestamp();
+    let peers: Vec<i64> = (100..140).collect();
+    for (i, peer) in peers.iter().enumerate() {
+        let id = i as i64 + 1;
+        db.message(*peer, id, 1_000 + id, d.below(3) == 0).await?;
+        if d.below(3) == 0 {
+            db.apply(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+                peer: Some(Peer::user(*peer)),
+                max_id: id,
+                still_unread_count: 0,
+            }))
+            .await?;
+        }
+        let mute_until = [0, now - 600, now + 600, MUTE_FOREVER][d.below(4) as usize];
+        if mute_until != 0 {
+            db.apply(update::Kind::NotifySettings(UpdateNotifySettings {
+                peer: Some(Peer::user(*peer)),
+                settings: Some(PeerNotifySettings {
+                    mute_until,
+                    ..Default::default()
+                }),
+            }))
+            .await?;
+        }
+        if d.below(5) == 0 {
+            db.apply(update::Kind::DialogUnreadMark(UpdateDialogUnreadMark {
+                peer: Some(Peer::user(*peer)),
+                unread: true,
+            }))
+            .await?;
+        }
+        if d.below(4) == 0 {
+            db.apply(update::Kind::FolderPeers(UpdateFolderPeers {
+                folder_peers: vec![FolderPeer {
+                    peer: Some(Peer::user(*peer)),
+                    folder_id: 1,
+                }],
+            }))
+            .await?;
+        }
+    }
+    // A setting of a dialog without a message counts nowhere.
+    db.apply(update::Kind::DialogUnreadMark(UpdateDialogUnreadMark {
+        peer: Some(Peer::user(999)),
+        unread: true,
+    }))
+    .await?;
+    let pool = &db.schema.pool;
+    for folder in [0, 1] {
+        let listed = dialogs::page(pool, OWNER, folder, FIRST_KEY, 100, false).await?;
+        assert_eq!(
+            dialogs::folder_count(pool, OWNER, folder).await? as usize,
+            listed.len(),
+            "folder {folder}"
+        );
+    }
+    for case in 0..60 {
+        let contacts = d.peers(&peers, 15);
+        let (n_pinned, n_included, n_excluded) = (d.below(4), d.below(6), d.below(6));
+        let mut pinned = d.peers(&peers, n_pinned);
+        let mut included = d.peers(&peers, n_included);
+        included.retain(|p| !pinned.contains(p));
+        let excluded: Vec<i64> = d
+            .peers(&peers, n_excluded)
+            .into_iter()
+            .filter(|p| !included.contains(p))
+            .collect();
+        pinned.push(999);
+        let users = |ids: &[i64]| ids.iter().map(|p| Peer::user(*p)).collect::<Vec<_>>();
+        let categories = d.below(4);
+        let f = DialogFilter {
+            id: 2,
+            title: "drawn".into(),
+            contacts: categories & 1 != 0 || (categories == 0 && included.is_empty()),
+            non_contacts: categories & 2 != 0,
+            exclude_muted: d.below(2) == 0,
+            exclude_read: d.below(2) == 0,
+            exclude_archived: d.below(2) == 0,
+            pinned_peers: users(&pinned),
+            include_peers: users(&included),
+            exclude_peers: users(&excluded),
+            ..Default::default()
+        };
+        let (seen, count) = filter_pages(&db, &f, &contacts, 7).await?;
+        assert_eq!(count as usize, seen.len(), "case {case}: {f:?}");
     }
     Ok(())
 }
