@@ -111,6 +111,7 @@ impl Hub {
         let kind = match &event.kind {
             Some(transient_event::Kind::UserTyping(t)) => stream_event::Kind::UserTyping(*t),
             Some(transient_event::Kind::UserStatus(s)) => stream_event::Kind::UserStatus(*s),
+            Some(transient_event::Kind::User(u)) => stream_event::Kind::User(u.clone()),
             None => return 0,
         };
         let Ok(devices) = self.devices.lock() else {

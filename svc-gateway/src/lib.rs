@@ -23,6 +23,7 @@ pub mod people;
 mod presence;
 pub mod privacy;
 pub mod profile;
+mod profile_push;
 mod rate_limit;
 pub mod status;
 mod transient;
@@ -132,6 +133,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         route_lookup,
         start.pool.clone(),
         dialogs.clone(),
+        messages.clone(),
         transient.clone(),
         &config.gateway,
     );
