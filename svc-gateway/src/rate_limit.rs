@@ -52,7 +52,7 @@ impl Limiter {
         let count = match self.count_in_redis(user_id, window, units).await {
             Ok(count) => count,
             Err(err) => {
-                tracing::warn!(error = %err, "rate limit falls back to this instance's counter");
+                tracing::debug!(error = %err, "rate limit falls back to this instance's counter");
                 self.count_locally(user_id, window, units)
             }
         };
@@ -70,14 +70,12 @@ impl Limiter {
         units: u32,
     ) -> redis::RedisResult<u64> {
         let key = format!("{}{user_id}:{window}", self.prefix);
-        let mut conn = self.redis.connection();
-        let (count,): (u64,) = redis::pipe()
-            .atomic()
+        let mut pipe = redis::pipe();
+        pipe.atomic()
             .incr(&key, units)
             .expire(&key, (WINDOW_SECS * 2) as i64)
-            .ignore()
-            .query_async(&mut conn)
-            .await?;
+            .ignore();
+        let (count,): (u64,) = self.redis.query(&pipe).await?;
         Ok(count)
     }
 
