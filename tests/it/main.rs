@@ -22,5 +22,6 @@ mod private_chat;
 mod schemas;
 mod search;
 mod trace;
+mod trace_otlp;
 mod typing_presence;
 mod update_log;
