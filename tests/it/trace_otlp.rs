@@ -187,3 +187,96 @@ async fn one_send_is_one_trace_across_the_processes() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The traces reachable from `start` through links, `start` included: a batch carries many
+/// sends' work under one trace, and each other member's trace links to it.
+fn reachable<'a>(traces: &HashMap<Vec<u8>, Vec<&'a Received>>, start: &[u8]) -> Vec<&'a Received> {
+    let mut seen: HashSet<Vec<u8>> = HashSet::from([start.to_vec()]);
+    let mut queue = vec![start.to_vec()];
+    let mut spans = Vec::new();
+    while let Some(trace_id) = queue.pop() {
+        for received in traces.get(&trace_id).into_iter().flatten() {
+            spans.push(*received);
+            for link in &received.span.links {
+                if seen.insert(link.trace_id.clone()) {
+                    queue.push(link.trace_id.clone());
+                }
+            }
+        }
+    }
+    spans
+}
+
+/// Forty sends at once are batched at every hop (the send group, the append batch, the push
+/// batch), and still each send's trace leads, through links, to every hop of its way.
+#[tokio::test]
+async fn each_send_of_a_burst_keeps_its_way() -> anyhow::Result<()> {
+    const BURST: i64 = 40;
+    let collector = Collector::default();
+    let system = traced_system(&collector).await?;
+    let mut alice = system.device().await?;
+    alice.sign_up("15550711", "Alice").await?;
+    let mut bob = system.device().await?;
+    let bob_id = bob.sign_up("15550712", "Bob").await?.id;
+    let mut stream = bob.stream(0).await?;
+    let alice = Arc::new(alice);
+
+    let sends = (1..=BURST).map(|random_id| {
+        let alice = alice.clone();
+        async move {
+            alice
+                .send(bob_id, random_id, &format!("burst {random_id}"))
+                .await
+        }
+    });
+    for sent in futures::future::join_all(sends).await {
+        sent?;
+    }
+    for _ in 0..BURST {
+        oxigram_tests::client::next_logged(&mut stream, Duration::from_secs(15))
+            .await
+            .context("a push is missing")?;
+    }
+
+    let (roots, broken) = eventually(
+        Duration::from_secs(15),
+        "every send's trace leading to every hop",
+        || async {
+            let spans = collector.spans()?;
+            let traces = by_trace(&spans);
+            let roots: Vec<&Vec<u8>> = traces
+                .iter()
+                .filter(|(_, trace)| {
+                    trace.iter().any(|r| {
+                        r.span.name == HOPS[0].1
+                            && r.span.parent_span_id.is_empty()
+                            && r.span.start_time_unix_nano > 0
+                    })
+                })
+                .map(|(id, _)| id)
+                .collect();
+            let broken: Vec<Vec<(&str, &str)>> = roots
+                .iter()
+                .map(|id| missing_hops(&reachable(&traces, id)))
+                .filter(|missing| !missing.is_empty())
+                .collect();
+            let done = roots.len() >= BURST as usize && broken.is_empty();
+            Ok(done.then_some((roots.len(), broken.len())))
+        },
+    )
+    .await
+    .or_else(|err| {
+        let spans = collector.spans()?;
+        let traces = by_trace(&spans);
+        let whole = traces
+            .keys()
+            .filter(|id| missing_hops(&reachable(&traces, id)).is_empty())
+            .count();
+        Err(err.context(format!(
+            "{} traces received, {whole} of them lead to every hop",
+            traces.len()
+        )))
+    })?;
+    eprintln!("trace: a burst of {BURST} sends: {roots} send traces, {broken} lacking a hop");
+    Ok(())
+}
