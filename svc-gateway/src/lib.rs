@@ -17,6 +17,7 @@ mod hub;
 pub mod last_seen;
 mod media_api;
 mod messages_api;
+mod metrics;
 mod outbound;
 mod own_updates;
 pub mod people;
