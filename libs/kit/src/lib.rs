@@ -5,6 +5,7 @@
 pub mod client;
 pub mod config;
 pub mod local;
+pub mod rpc_metrics;
 pub mod server;
 pub mod shutdown;
 pub mod startup;
