@@ -106,3 +106,34 @@ true
 true
 {{- end -}}
 {{- end -}}
+
+{{/*
+What the cluster offers, from Helm's `.Capabilities` (discovery of the target cluster; `helm
+template` uses Helm's defaults or --kube-version/--api-versions). The chart supports
+Kubernetes 1.20 and later.
+*/}}
+
+{{/* policy/v1 (1.21+), else policy/v1beta1, whose PodDisruptionBudget has the same fields here. */}}
+{{- define "oxigram.pdbApiVersion" -}}
+{{- if .Capabilities.APIVersions.Has "policy/v1/PodDisruptionBudget" -}}
+policy/v1
+{{- else -}}
+policy/v1beta1
+{{- end -}}
+{{- end -}}
+
+{{/* autoscaling/v2 (1.23+), else autoscaling/v2beta2, whose spec is the same. */}}
+{{- define "oxigram.hpaApiVersion" -}}
+{{- if .Capabilities.APIVersions.Has "autoscaling/v2/HorizontalPodAutoscaler" -}}
+autoscaling/v2
+{{- else -}}
+autoscaling/v2beta2
+{{- end -}}
+{{- end -}}
+
+{{/* True (non-empty) when the kubelet can probe gRPC itself (Kubernetes 1.24+). */}}
+{{- define "oxigram.hasGrpcProbes" -}}
+{{- if semverCompare ">=1.24.0-0" .Capabilities.KubeVersion.Version -}}
+true
+{{- end -}}
+{{- end -}}

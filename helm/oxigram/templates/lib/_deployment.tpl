@@ -3,10 +3,25 @@ Deployments: the one pod template (used by the six services in distributed mode 
 single binary) and its per-service entry point.
 */}}
 
-{{/* One gRPC-health probe. Call with (dict "port" 7711 "settings" .Values.probes.readiness). */}}
+{{/*
+One probe of the gRPC health service (service name ""). Kubernetes 1.24+ probes gRPC itself;
+on older clusters the probe runs `oxigram health`, which makes the same call from inside the
+container. Call with (dict "ctx" $ "port" 7711 "settings" .Values.probes.readiness).
+*/}}
 {{- define "oxigram.grpcProbe" -}}
+{{- if include "oxigram.hasGrpcProbes" .ctx }}
 grpc:
   port: {{ .port | int }}
+{{- else }}
+exec:
+  command:
+    - {{ .ctx.Values.image.binary | quote }}
+    - health
+    - --endpoint
+    - {{ printf "http://127.0.0.1:%d" (.port | int) | quote }}
+    - --timeout-ms
+    - {{ mul (.settings.timeoutSeconds | int) 1000 | quote }}
+{{- end }}
 {{ toYaml .settings }}
 {{- end -}}
 
@@ -95,11 +110,11 @@ spec:
           env:
             {{- include "oxigram.env" (dict "ctx" $ctx "component" $component "values" $c) | trim | nindent 12 }}
           startupProbe:
-            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.startup) | nindent 12 }}
+            {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.startup) | trim | nindent 12 }}
           readinessProbe:
-            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.readiness) | nindent 12 }}
+            {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.readiness) | trim | nindent 12 }}
           livenessProbe:
-            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.liveness) | nindent 12 }}
+            {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.liveness) | trim | nindent 12 }}
           {{- with $c.resources }}
           resources:
             {{- toYaml . | nindent 12 }}

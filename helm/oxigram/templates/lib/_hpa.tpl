@@ -5,7 +5,7 @@
 {{- if include "oxigram.distributed" .ctx -}}
 {{- $c := index .ctx.Values .component -}}
 {{- if $c.autoscaling.enabled }}
-apiVersion: autoscaling/v2
+apiVersion: {{ include "oxigram.hpaApiVersion" .ctx }}
 kind: HorizontalPodAutoscaler
 metadata:
   name: {{ include "oxigram.resourceName" . }}
