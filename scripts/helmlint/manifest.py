@@ -1,5 +1,7 @@
 """Invariants of the chart's rendered manifest that no schema states: unique names, selectors
 that match their pods, probes on the gRPC health service, the environment every process needs."""
+import re
+
 import yaml
 
 
@@ -33,6 +35,8 @@ def probe_problems(name, container, grpc_probes):
 def check(docs, grpc_probes):
     """Problems of the chart's own invariants; `grpc_probes` when the cluster has them (1.24+)."""
     problems, seen = [], set()
+    headless = {d["metadata"]["name"] for d in docs
+                if d["kind"] == "Service" and (d.get("spec") or {}).get("clusterIP") == "None"}
     for doc in docs:
         kind, name = doc["kind"], doc["metadata"]["name"]
         if (kind, name) in seen:
@@ -56,6 +60,13 @@ def check(docs, grpc_probes):
             if sc.get("readOnlyRootFilesystem") is not True:
                 problems.append(("WARNING", f"Deployment/{name}: root filesystem is writable"))
             env = {e["name"] for e in c.get("env") or []}
+            for e in c.get("env") or []:
+                # A callee named by host must be a headless Service, or calls stick to one pod.
+                m = re.match(r"OXIGRAM_SERVICES__\w+__ENDPOINT$", e["name"])
+                host = re.sub(r"^\w+://([^:/]+).*$", r"\1", e.get("value") or "")
+                if m and not re.match(r"^[\d.]+$", host) and host not in headless:
+                    problems.append(("ERROR", f"Deployment/{name}: {e['name']} dials {host}, "
+                                              "which is not a headless Service of the chart"))
             for var in ("OXIGRAM_REDIS_URL", "OXIGRAM_SERVICES__GATEWAY__ENDPOINT"):
                 if var not in env:
                     problems.append(("ERROR", f"Deployment/{name}: {var} is not set"))

@@ -4,6 +4,7 @@
 
 mod acknowledgements;
 mod bad_input;
+mod balancing;
 mod convergence;
 mod dialog_settings;
 mod faults;

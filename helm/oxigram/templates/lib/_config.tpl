@@ -61,6 +61,10 @@ another replica).
   value: {{ $v.config.dbPoolSize | int | quote }}
 - name: OXIGRAM_RPC_TIMEOUT_MS
   value: {{ $v.config.rpcTimeoutMs | int | quote }}
+- name: OXIGRAM_BALANCING__ENDPOINT_REFRESH_MS
+  value: {{ $v.balancing.endpointRefreshMs | int | quote }}
+- name: OXIGRAM_BALANCING__SHUTDOWN_DRAIN_MS
+  value: {{ $v.balancing.shutdownDrainMs | int | quote }}
 {{- range $svc := include "oxigram.componentNames" $ctx | splitList " " }}
 {{- $port := (index $v $svc).port | int }}
 {{- if $single }}
@@ -74,7 +78,7 @@ another replica).
   value: {{ printf "0.0.0.0:%d" $port | quote }}
 {{- end }}
 - name: OXIGRAM_SERVICES__{{ upper $svc }}__ENDPOINT
-  value: {{ printf "http://%s:%d" (include "oxigram.resourceName" (dict "ctx" $ctx "component" $svc)) $port | quote }}
+  value: {{ printf "http://%s:%d" (include "oxigram.headlessName" (dict "ctx" $ctx "component" $svc)) $port | quote }}
 {{- end }}
 {{- if or $single (eq $svc $component) }}
 {{- include "oxigram.componentDatabaseEnv" (dict "ctx" $ctx "component" $svc) }}
