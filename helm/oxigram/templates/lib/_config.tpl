@@ -39,9 +39,12 @@ another replica).
     fieldRef:
       fieldPath: status.podIP
 {{- end }}
-{{- with $v.config.file }}
+{{- if include "oxigram.configMapName" $ctx }}
 - name: OXIGRAM_CONFIG
-  value: {{ . | quote }}
+  value: /etc/oxigram/chart/oxigram.toml
+{{- else if $v.config.file }}
+- name: OXIGRAM_CONFIG
+  value: {{ $v.config.file | quote }}
 {{- end }}
 {{- if or $v.database.existingSecret $v.database.url }}
 - name: OXIGRAM_DATABASE_URL

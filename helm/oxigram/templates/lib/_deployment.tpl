@@ -48,7 +48,8 @@ spec:
   {{- if not $autoscaled }}
   replicas: {{ $c.replicas | int }}
   {{- end }}
-  revisionHistoryLimit: 5
+  revisionHistoryLimit: {{ $v.rollout.revisionHistoryLimit | int }}
+  minReadySeconds: {{ $v.rollout.minReadySeconds | int }}
   strategy:
     {{- if and $withMedia (include "oxigram.mediaSingleWriter" $ctx) }}
     # The blob volume can be mounted by one pod only: stop the old pod first.
@@ -56,8 +57,8 @@ spec:
     {{- else }}
     type: RollingUpdate
     rollingUpdate:
-      maxSurge: 1
-      maxUnavailable: 0
+      maxSurge: {{ $v.rollout.maxSurge }}
+      maxUnavailable: {{ $v.rollout.maxUnavailable }}
     {{- end }}
   selector:
     matchLabels:
@@ -72,6 +73,9 @@ spec:
       {{- $annotations := merge (dict) ($c.podAnnotations | default (dict)) ($v.podAnnotations | default (dict)) }}
       {{- if include "oxigram.createSecret" $ctx }}
       {{- $_ := set $annotations "checksum/secret" (include (print $ctx.Template.BasePath "/secret.yaml") $ctx | sha256sum) }}
+      {{- end }}
+      {{- if $v.config.inline }}
+      {{- $_ := set $annotations "checksum/config" (include (print $ctx.Template.BasePath "/configmap.yaml") $ctx | sha256sum) }}
       {{- end }}
       {{- with $annotations }}
       annotations:
@@ -88,6 +92,13 @@ spec:
       securityContext:
         {{- toYaml $v.podSecurityContext | nindent 8 }}
       terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds | int }}
+      {{- with $v.priorityClassName }}
+      priorityClassName: {{ . | quote }}
+      {{- end }}
+      {{- with $v.initContainers }}
+      initContainers:
+        {{- tpl (toYaml .) $ctx | nindent 8 }}
+      {{- end }}
       containers:
         - name: {{ ternary "oxigram" $component (eq $component "single-binary") }}
           image: {{ include "oxigram.image" $ctx | quote }}
@@ -109,13 +120,17 @@ spec:
             {{- end }}
           env:
             {{- include "oxigram.env" (dict "ctx" $ctx "component" $component "values" $c) | trim | nindent 12 }}
+          {{- with $v.extraEnvFrom }}
+          envFrom:
+            {{- tpl (toYaml .) $ctx | nindent 12 }}
+          {{- end }}
           startupProbe:
             {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.startup) | trim | nindent 12 }}
           readinessProbe:
             {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.readiness) | trim | nindent 12 }}
           livenessProbe:
             {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.liveness) | trim | nindent 12 }}
-          {{- with $c.resources }}
+          {{- with ($c.resources | default (include "oxigram.resourcesPreset" (dict "ctx" $ctx "component" $component) | fromYaml)) }}
           resources:
             {{- toYaml . | nindent 12 }}
           {{- end }}
@@ -128,6 +143,24 @@ spec:
             - name: media-blobs
               mountPath: {{ $v.media.blobDir }}
             {{- end }}
+            {{- if include "oxigram.configMapName" $ctx }}
+            - name: config
+              mountPath: /etc/oxigram/chart
+              readOnly: true
+            {{- end }}
+            {{- with $v.extraVolumeMounts }}
+            {{- tpl (toYaml .) $ctx | nindent 12 }}
+            {{- end }}
+          {{- /* No preStop sleep is needed: on SIGTERM the process itself turns NOT_SERVING
+          and keeps serving for balancing.shutdownDrainMs while the endpoints and its callers
+          drop it, then finishes the calls in flight. */}}
+          {{- with $v.lifecycle }}
+          lifecycle:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+        {{- with $v.extraContainers }}
+        {{- tpl (toYaml .) $ctx | nindent 8 }}
+        {{- end }}
       volumes:
         - name: tmp
           emptyDir: {}
@@ -143,12 +176,24 @@ spec:
           emptyDir: {}
           {{- end }}
         {{- end }}
+        {{- with include "oxigram.configMapName" $ctx }}
+        - name: config
+          configMap:
+            name: {{ . }}
+        {{- end }}
+        {{- with $v.extraVolumes }}
+        {{- tpl (toYaml .) $ctx | nindent 8 }}
+        {{- end }}
       {{- with $c.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- with $c.affinity }}
+      {{- with ($c.affinity | default (include "oxigram.defaultAffinity" (dict "ctx" $ctx "component" $component) | fromYaml)) }}
       affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with ($c.topologySpreadConstraints | default (include "oxigram.defaultTopologySpread" (dict "ctx" $ctx "component" $component) | fromYamlArray)) }}
+      topologySpreadConstraints:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- with $c.tolerations }}
