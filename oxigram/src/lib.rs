@@ -4,6 +4,7 @@
 //! newcomer's machine.
 
 pub mod health;
+pub mod migrate;
 
 use std::{path::PathBuf, str::FromStr, sync::Arc};
 

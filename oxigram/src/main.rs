@@ -42,6 +42,12 @@ enum Command {
         #[arg(long)]
         no_install: bool,
     },
+    /// Migrates the chosen services' schemas, then exits.
+    Migrate {
+        /// `all`, or a comma-separated list of gateway, messages, updates, dialogs, dispatch, media.
+        #[arg(long, default_value = "all")]
+        target: String,
+    },
     /// Exits 0 when the service at `endpoint` reports SERVING on its gRPC health service
     /// (the chart's probe where the cluster cannot probe gRPC), 1 otherwise.
     Health {
@@ -90,6 +96,10 @@ async fn main() -> anyhow::Result<()> {
             oxigram::run(Arc::new(config), &targets, shutdown).await
         }
         Command::Health { .. } => Ok(()),
+        Command::Migrate { target } => {
+            let targets = Target::parse_list(&target)?;
+            oxigram::migrate::run(&config, &targets).await
+        }
         Command::Up {
             data_dir,
             no_install,

@@ -16,6 +16,7 @@ mod message_delete;
 mod message_edit;
 mod message_format;
 mod message_forward;
+mod migrate;
 mod outbox_recovery;
 mod peers;
 mod privacy;

@@ -408,6 +408,14 @@ impl Drop for System {
     }
 }
 
+/// A command running the `oxigram` launcher with `config` as its `OXIGRAM_*` environment
+/// (for subcommands other than `serve`, e.g. `migrate`).
+pub fn oxigram_command(config: &Config) -> anyhow::Result<Command> {
+    let mut command = Command::new(launcher()?);
+    command.envs(config_env(config)).env_remove("RUST_LOG");
+    Ok(command)
+}
+
 /// The `oxigram` binary next to the test binary (`cargo build --bins` puts it there).
 fn launcher() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
