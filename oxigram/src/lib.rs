@@ -3,6 +3,9 @@
 //! `oxigram_kit::local`), and `up`, which also brings a private Postgres and Redis for a
 //! newcomer's machine.
 
+pub mod health;
+pub mod migrate;
+
 use std::{path::PathBuf, str::FromStr, sync::Arc};
 
 use oxigram_kit::Config;
@@ -83,6 +86,7 @@ pub async fn run(
     targets: &[Target],
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    oxigram_kit::balance::set_discovery(config.balancing.discovery());
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(addr) = config.metrics_addr {
         let stop = shutdown.clone();

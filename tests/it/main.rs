@@ -4,6 +4,7 @@
 
 mod acknowledgements;
 mod bad_input;
+mod balancing;
 mod convergence;
 mod dialog_settings;
 mod faults;
@@ -16,6 +17,7 @@ mod message_edit;
 mod message_format;
 mod message_forward;
 mod metrics;
+mod migrate;
 mod outbox_recovery;
 mod peers;
 mod privacy;

@@ -232,6 +232,47 @@ impl Default for MediaConfig {
     }
 }
 
+/// Default of [`BalancingConfig::endpoint_refresh_ms`].
+pub const DEFAULT_ENDPOINT_REFRESH_MS: u64 = 2_000;
+
+/// How callers spread calls over a service's replicas ([`crate::balance`]) and how a
+/// replica leaves them when it stops.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BalancingConfig {
+    /// Time between two resolutions of a callee's name (and health checks of its addresses).
+    pub endpoint_refresh_ms: u64,
+    /// A hosts file (`address name…` lines) consulted before DNS at every resolution.
+    pub hosts_file: Option<std::path::PathBuf>,
+    /// On shutdown, how long a service keeps serving after it turned NOT_SERVING, so that
+    /// callers (at their next refresh) and Kubernetes endpoints drop it before it stops
+    /// taking calls. Longer than `endpoint_refresh_ms` where replicas come and go.
+    pub shutdown_drain_ms: u64,
+}
+
+impl Default for BalancingConfig {
+    fn default() -> Self {
+        Self {
+            endpoint_refresh_ms: DEFAULT_ENDPOINT_REFRESH_MS,
+            hosts_file: None,
+            shutdown_drain_ms: 0,
+        }
+    }
+}
+
+impl BalancingConfig {
+    pub fn discovery(&self) -> crate::balance::Discovery {
+        crate::balance::Discovery {
+            refresh: Duration::from_millis(self.endpoint_refresh_ms.max(50)),
+            hosts_file: self.hosts_file.clone(),
+        }
+    }
+
+    pub fn shutdown_drain(&self) -> Duration {
+        Duration::from_millis(self.shutdown_drain_ms)
+    }
+}
+
 /// The whole configuration of an oxigram process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -255,6 +296,7 @@ pub struct Config {
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
+    pub balancing: BalancingConfig,
 }
 
 impl Default for Config {
@@ -274,6 +316,7 @@ impl Default for Config {
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
+            balancing: BalancingConfig::default(),
         }
     }
 }

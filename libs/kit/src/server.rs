@@ -55,6 +55,8 @@ pub struct GrpcServer {
     listener: tokio::net::TcpListener,
     health: HealthServer<HealthService>,
     readiness: Readiness,
+    /// Time it keeps serving, NOT_SERVING, after shutdown was asked.
+    drain: std::time::Duration,
 }
 
 impl GrpcServer {
@@ -75,7 +77,15 @@ impl GrpcServer {
             listener,
             health,
             readiness,
+            drain: std::time::Duration::ZERO,
         })
+    }
+
+    /// On shutdown, keeps serving for `drain` after reporting NOT_SERVING, so that balancing
+    /// callers and Kubernetes endpoints stop sending calls before it stops taking them.
+    pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
+        self.drain = drain;
+        self
     }
 
     pub fn readiness(&self) -> Readiness {
@@ -114,9 +124,18 @@ impl GrpcServer {
         let in_process = ServiceExt::<http::Request<Body>>::map_err(answered, BoxError::from);
         let _registration = local::register(&self.endpoint, BoxCloneSyncService::new(in_process));
         let readiness = self.readiness.clone();
+        let (name, drain) = (self.name, self.drain);
         let stop = async move {
             shutdown.cancelled().await;
             readiness.not_serving().await;
+            if !drain.is_zero() {
+                tracing::info!(
+                    service = name,
+                    ?drain,
+                    "NOT_SERVING; draining before stopping"
+                );
+                tokio::time::sleep(drain).await;
+            }
         };
         Server::builder()
             .layer(trace)
