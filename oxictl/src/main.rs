@@ -366,7 +366,8 @@ fn show_update(u: &PtsUpdate) -> String {
             format!("contact {} deleted", c.user_id)
         }
         Some(update::Kind::Contact(c)) => {
-            format!("contact {} is {} {}", c.user_id, c.first_name, c.last_name)
+            let name = format!("{} {}", c.first_name, c.last_name);
+            format!("contact {} is {}", c.user_id, name.trim_end())
         }
         None => "unknown update".into(),
     };

@@ -220,11 +220,17 @@ pub fn show_filter(f: &DialogFilter) -> String {
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
     .collect();
+    // No emoticon: no gap where it would be.
+    let emoticon = if f.emoticon.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", f.emoticon)
+    };
     format!(
-        "filter {} {:?} {} [{}] pinned [{}] include [{}] exclude [{}]",
+        "filter {} {:?}{} [{}] pinned [{}] include [{}] exclude [{}]",
         f.id,
         f.title,
-        f.emoticon,
+        emoticon,
         flags.join(", "),
         ids(&f.pinned_peers),
         ids(&f.include_peers),

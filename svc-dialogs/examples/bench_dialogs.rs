@@ -272,6 +272,7 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     .bind(i64::MAX)
     .bind(i64::MAX)
     .bind(i64::from(PAGE))
+    .bind(false)
     .fetch_all(&db.pool)
     .await?;
     let count_plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(include_str!(
