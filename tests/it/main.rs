@@ -23,6 +23,7 @@ mod privacy;
 mod private_chat;
 mod schemas;
 mod search;
+mod smoke;
 mod trace;
 mod typing_presence;
 mod update_log;
