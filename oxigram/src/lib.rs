@@ -71,6 +71,16 @@ impl FromStr for Target {
     }
 }
 
+/// The OpenTelemetry `service.name` of a process running `targets`: `oxigram-<service>` for a
+/// process of one service, so a tracing backend tells the services apart; `oxigram` for one
+/// running several, whose spans a backend can tell apart only by their names.
+pub fn service_name(targets: &[Target]) -> String {
+    match targets {
+        [one] => format!("oxigram-{}", one.name()),
+        _ => "oxigram".to_owned(),
+    }
+}
+
 /// Runs `targets` until `shutdown`; if one fails, the others are stopped too.
 pub async fn run(
     config: Arc<Config>,

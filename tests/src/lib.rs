@@ -5,6 +5,7 @@
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
 pub mod client;
+pub mod proxy;
 
 use std::{
     collections::HashMap,
@@ -447,6 +448,18 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             "OXIGRAM_REDIS_KEY_PREFIX".into(),
             c.redis_key_prefix.clone(),
         ),
+        (
+            "OXIGRAM_REDIS__CALL_TIMEOUT_MS".into(),
+            c.redis.call_timeout_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_REDIS__BREAKER_FAILURES".into(),
+            c.redis.breaker_failures.to_string(),
+        ),
+        (
+            "OXIGRAM_REDIS__BREAKER_PROBE_MS".into(),
+            c.redis.breaker_probe_ms.to_string(),
+        ),
         ("OXIGRAM_DB_POOL_SIZE".into(), c.db_pool_size.to_string()),
         (
             "OXIGRAM_RPC_TIMEOUT_MS".into(),
@@ -497,6 +510,12 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             "OXIGRAM_TELEMETRY__LOG_FILTER".into(),
             c.telemetry.log_filter.clone(),
         ),
+        (
+            "OXIGRAM_TELEMETRY__OTLP_ENDPOINT".into(),
+            c.telemetry.otlp_endpoint.clone(),
+        ),
+        // A test reads its spans within seconds: export them every 200 ms, not every 5 s.
+        ("OTEL_BSP_SCHEDULE_DELAY".into(), "200".into()),
         (
             "OXIGRAM_BALANCING__ENDPOINT_REFRESH_MS".into(),
             c.balancing.endpoint_refresh_ms.to_string(),

@@ -90,6 +90,31 @@ impl Default for OutboxConfig {
     }
 }
 
+/// How long a service waits on Redis, and when it stops asking: Redis holds only what can be
+/// rebuilt, so no request waits on it longer than the call budget.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RedisConfig {
+    /// Longest one Redis call (connecting included) may take before the caller goes on
+    /// without it, in ms.
+    pub call_timeout_ms: u64,
+    /// Failed calls in a row after which the breaker opens: calls then fail at once, without
+    /// touching Redis, until a background probe gets an answer.
+    pub breaker_failures: u32,
+    /// How often an open breaker probes Redis (one PING within the call budget), in ms.
+    pub breaker_probe_ms: u64,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self {
+            call_timeout_ms: 250,
+            breaker_failures: 3,
+            breaker_probe_ms: 500,
+        }
+    }
+}
+
 /// Gateway-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -260,6 +285,8 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// Prefix of every Redis key, so several installations can share one Redis.
     pub redis_key_prefix: String,
+    /// The Redis call budget and circuit breaker.
+    pub redis: RedisConfig,
     pub db_pool_size: u32,
     /// Deadline of every internal gRPC call.
     pub rpc_timeout_ms: u64,
@@ -280,6 +307,7 @@ impl Default for Config {
             database_url: None,
             redis_url: None,
             redis_key_prefix: "oxigram:".into(),
+            redis: RedisConfig::default(),
             db_pool_size: 16,
             rpc_timeout_ms: 5_000,
             services: Services::default(),

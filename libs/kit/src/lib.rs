@@ -6,6 +6,7 @@ pub mod balance;
 pub mod client;
 pub mod config;
 pub mod local;
+pub mod rpc_metrics;
 pub mod server;
 pub mod shutdown;
 pub mod startup;

@@ -3,7 +3,8 @@
 //! same process reach its routes in-process ([`crate::local`]). Health starts NOT_SERVING; the
 //! service flips it with [`Readiness`] once its migrations ran and its dependencies answer.
 //! Requests of the client API that tonic refuses before any codec reads them get the same
-//! stable code as a body that does not decode ([`ClientApiFramesLayer`]).
+//! stable code as a body that does not decode ([`ClientApiFramesLayer`]). Every request is
+//! counted and timed by method and answered code ([`crate::rpc_metrics`]).
 
 use std::task::{Context, Poll};
 
@@ -24,7 +25,7 @@ use tonic_health::{
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use tower_http::trace::TraceLayer;
 
-use crate::{ServiceAddr, local};
+use crate::{ServiceAddr, local, rpc_metrics::RpcMetricsLayer};
 
 /// Flips a service's health between NOT_SERVING and SERVING.
 #[derive(Clone)]
@@ -112,8 +113,10 @@ impl GrpcServer {
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
         let trace = TraceLayer::new_for_grpc().make_span_with(GrpcMakeSpan { service: self.name });
+        let metered = RpcMetricsLayer { service: self.name };
         let traced = ServiceBuilder::new()
             .layer(trace.clone())
+            .layer(metered)
             .layer(ClientApiFramesLayer)
             .service(routes.clone().add_service(self.health.clone()));
         let answered =
@@ -136,6 +139,7 @@ impl GrpcServer {
         };
         Server::builder()
             .layer(trace)
+            .layer(metered)
             .layer(ClientApiFramesLayer)
             .add_routes(routes)
             .add_service(self.health)

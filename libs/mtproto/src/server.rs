@@ -1,0 +1,223 @@
+//! The TCP server: one task per connection that tells the transport, runs auth key creation
+//! on unencrypted messages, and drives a [`Session`] on encrypted ones. A connection that sends
+//! a bad frame or an undecryptable message is closed; no other connection notices.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::crypto::Direction;
+use crate::envelope::{Message, Plain, auth_key_id};
+use crate::handshake::{ServerHandshake, Step};
+use crate::session::{Backend, Outgoing, RpcError, Session, rpc_error, rpc_result};
+use crate::transport::{Detected, FrameError, Framing};
+
+/// The transport-level error a client gets for an auth key the server does not know: it
+/// makes a new key.
+const UNKNOWN_AUTH_KEY: i32 = -404;
+/// A connection that says nothing for this long is closed.
+const IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// Why a connection ended.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("frame: {0}")]
+    Frame(#[from] FrameError),
+    #[error("{0}")]
+    Protocol(String),
+}
+
+/// Accepts connections until the listener fails; each runs in its own task.
+pub async fn serve<B: Backend>(listener: TcpListener, backend: Arc<B>) -> std::io::Result<()> {
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        let backend = backend.clone();
+        tokio::spawn(async move {
+            if let Err(error) = connection(stream, backend).await {
+                debug!(%peer, %error, "mtproto connection closed");
+            }
+        });
+    }
+}
+
+fn unix_now() -> i32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i32)
+        .unwrap_or(0)
+}
+
+/// One client connection, start to end.
+pub async fn connection<B: Backend>(
+    mut stream: TcpStream,
+    backend: Arc<B>,
+) -> Result<(), ConnectionError> {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut framing = loop {
+        let n = tokio::time::timeout(IDLE, stream.read(&mut chunk))
+            .await
+            .map_err(|_| ConnectionError::Protocol("idle".into()))??;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Detected::Framing(framing, header) = Framing::detect(&buf)? {
+            buf.drain(..header);
+            break framing;
+        }
+    };
+    let (push, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
+    let mut handshake = ServerHandshake::new();
+    let mut session: Option<Session> = None;
+    let mut out = Vec::new();
+    let mut plain_msg_id = 0i64;
+    let mut deadline = Instant::now() + IDLE;
+    let mut close_after_write = false;
+    let mut fresh_bytes = true;
+    loop {
+        // Bytes that arrived with the transport header are framed before reading more.
+        if fresh_bytes {
+            fresh_bytes = false;
+            while let Some(frame) = framing.decode(&mut buf)? {
+                let Some(key_id) = auth_key_id(&frame) else {
+                    return Err(ConnectionError::Protocol(
+                        "frame shorter than a key id".into(),
+                    ));
+                };
+                if key_id == 0 {
+                    let plain = Plain::decode(&frame)
+                        .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
+                    let step = handshake
+                        .handle(backend.server_key(), &plain.body, unix_now())
+                        .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
+                    let reply = match step {
+                        Step::Reply(reply) => reply,
+                        Step::Done(reply, new_key) => {
+                            backend
+                                .save_key(&new_key)
+                                .await
+                                .map_err(ConnectionError::Protocol)?;
+                            session =
+                                Some(Session::new(new_key.key, Some(new_key.salt), push.clone()));
+                            reply
+                        }
+                    };
+                    plain_msg_id = next_plain_msg_id(plain_msg_id);
+                    framing.encode(
+                        &Plain {
+                            msg_id: plain_msg_id,
+                            body: reply,
+                        }
+                        .encode(),
+                        &mut out,
+                    );
+                    continue;
+                }
+                if session.as_ref().map(|s| s.key().id()) != Some(key_id) {
+                    match backend.find_key(key_id).await {
+                        Some(key) => session = Some(Session::new(key, None, push.clone())),
+                        None => {
+                            framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                            close_after_write = true;
+                            break;
+                        }
+                    }
+                }
+                let Some(current) = session.as_mut() else {
+                    continue;
+                };
+                let message = Message::decrypt(current.key(), Direction::ClientToServer, &frame)
+                    .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
+                let actions = current.receive(message);
+                for reply in &actions.send {
+                    let sealed = current.seal(reply);
+                    framing.encode(&sealed, &mut out);
+                }
+                if let Some(delay) = actions.disconnect_after {
+                    deadline = Instant::now()
+                        + Duration::from_secs(u64::try_from(delay.max(1)).unwrap_or(1));
+                }
+                for (msg_id, perm_id) in actions.binds {
+                    let answer = match backend.find_key(perm_id).await {
+                        None => Err(RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID")),
+                        Some(perm) => match current.check_bind(msg_id, &perm) {
+                            Ok((perm_id, expires_at)) => {
+                                backend
+                                    .bind_temp_key(current.key().id(), perm_id, expires_at)
+                                    .await
+                            }
+                            Err(error) => Err(error),
+                        },
+                    };
+                    let reply = match answer {
+                        Ok(()) => rpc_result(msg_id, &oxigram_tl::Serializable::to_bytes(&true)),
+                        Err(error) => rpc_error(msg_id, &error),
+                    };
+                    framing.encode(&current.seal(&reply), &mut out);
+                }
+                for (msg_id, call, query) in actions.calls {
+                    let backend = backend.clone();
+                    let answers = push.clone();
+                    tokio::spawn(async move {
+                        let reply = match backend.call(call, query).await {
+                            Ok(answer) => rpc_result(msg_id, &answer),
+                            Err(error) => rpc_error(msg_id, &error),
+                        };
+                        let _ = answers.send(reply);
+                    });
+                }
+            }
+        }
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+            out.clear();
+        }
+        if close_after_write {
+            return Ok(());
+        }
+        tokio::select! {
+            read = stream.read(&mut chunk) => {
+                let n = read?;
+                if n == 0 {
+                    return Ok(());
+                }
+                deadline = deadline.max(Instant::now() + IDLE);
+                buf.extend_from_slice(&chunk[..n]);
+                fresh_bytes = true;
+            }
+            Some(next) = outgoing.recv() => {
+                if let Some(current) = session.as_mut() {
+                    let sealed = current.seal(&next);
+                    framing.encode(&sealed, &mut out);
+                    // Whatever else is queued goes in the same write.
+                    while let Ok(more) = outgoing.try_recv() {
+                        let sealed = current.seal(&more);
+                        framing.encode(&sealed, &mut out);
+                    }
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Unencrypted server msg_ids: unix time in the high half, ≡ 1 (mod 4), increasing.
+fn next_plain_msg_id(last: i64) -> i64 {
+    let candidate = (i64::from(unix_now()) << 32) | 1;
+    if candidate > last {
+        candidate
+    } else {
+        last + 4
+    }
+}

@@ -1,0 +1,603 @@
+//! The server side of an encrypted MTProto session: it checks every message (msg_id window and
+//! parity, seq_no parity, server salt), answers the service messages itself (`ping`,
+//! `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`, `destroy_session`, state and resend
+//! requests, `rpc_drop_answer`), opens `msg_container` and `gzip_packed`, strips the invoke
+//! wrappers (`invokeWithLayer`, `initConnection`, …), and hands each remaining API call to the
+//! [`Backend`], answering with `rpc_result`.
+
+use std::collections::{HashSet, VecDeque};
+use std::future::Future;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use oxigram_tl::{Cursor, Deserializable, Identifiable, Serializable, functions, types};
+use rand::RngCore;
+use tokio::sync::mpsc;
+
+use crate::crypto::{AuthKey, Direction, sha256};
+use crate::envelope::Message;
+use crate::handshake::{NewKey, boxed};
+use crate::rsa_key::ServerKey;
+use crate::wire::{self, Tail};
+
+/// An API call's failure as the client sees it: `rpc_error` with Telegram's code and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    pub code: i32,
+    pub message: String,
+}
+
+impl RpcError {
+    pub fn new(code: i32, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        boxed(&types::RpcError {
+            error_code: self.code,
+            error_message: self.message.clone(),
+        })
+    }
+}
+
+/// A message the connection sends: a pushed update, or an answer from a spawned call.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub body: Vec<u8>,
+    /// Content-related messages get odd seq_no and are counted; acks and pongs to
+    /// service requests are not.
+    pub content_related: bool,
+}
+
+/// Where a backend sends pushes for one connection. Dropped senders are harmless.
+pub type Pusher = mpsc::UnboundedSender<Outgoing>;
+
+/// What a call knows about who made it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The key the message was encrypted with (a temporary key's id when PFS is used).
+    pub auth_key_id: i64,
+    pub session_id: i64,
+    pub msg_id: i64,
+    /// From `invokeWithLayer` (kept for the connection once sent).
+    pub layer: Option<i32>,
+    /// From `initConnection`.
+    pub device_model: Option<String>,
+    /// This connection's push channel.
+    pub push: Pusher,
+}
+
+/// What the protocol needs from the application: keys and API calls.
+pub trait Backend: Send + Sync + 'static {
+    fn server_key(&self) -> &ServerKey;
+    /// A stored key by id (`None` → the client is told `-404` and makes a new one).
+    fn find_key(&self, auth_key_id: i64) -> impl Future<Output = Option<AuthKey>> + Send;
+    /// Stores a key auth key creation made.
+    fn save_key(&self, key: &NewKey) -> impl Future<Output = Result<(), String>> + Send;
+    /// `auth.bindTempAuthKey`: the temporary key acts for the permanent one until it expires.
+    fn bind_temp_key(
+        &self,
+        temp_auth_key_id: i64,
+        perm_auth_key_id: i64,
+        expires_at: i32,
+    ) -> impl Future<Output = Result<(), RpcError>> + Send;
+    /// One API call (the unwrapped query, constructor id first); the answer is a serialised
+    /// TL object.
+    fn call(
+        &self,
+        call: Call,
+        query: Vec<u8>,
+    ) -> impl Future<Output = Result<Vec<u8>, RpcError>> + Send;
+}
+
+/// How far a client msg_id's time may be behind or ahead of the server's clock.
+const MSG_ID_PAST_SECS: i64 = 300;
+const MSG_ID_FUTURE_SECS: i64 = 30;
+/// How many recent msg_ids are remembered to drop duplicates.
+const SEEN_MSG_IDS: usize = 512;
+/// Salts rotate hourly; the current and the previous one are accepted.
+const SALT_PERIOD_SECS: i64 = 3600;
+
+/// bad_msg_notification error codes.
+pub mod bad_msg {
+    pub const MSG_ID_TOO_LOW: i32 = 16;
+    pub const MSG_ID_TOO_HIGH: i32 = 17;
+    pub const MSG_ID_BAD_LOW_BITS: i32 = 18;
+    pub const CONTAINER_MSG_ID_REUSED: i32 = 19;
+    pub const SEQ_NO_EVEN_EXPECTED: i32 = 34;
+    pub const SEQ_NO_ODD_EXPECTED: i32 = 35;
+    pub const BAD_SERVER_SALT: i32 = 48;
+    pub const BAD_CONTAINER: i32 = 64;
+}
+
+/// What handling a message asks the connection to do.
+#[derive(Debug, Default)]
+pub struct Actions {
+    /// Send now, in order.
+    pub send: Vec<Outgoing>,
+    /// Run these calls (msg_id of the request, the call, the query) and send their answers.
+    pub calls: Vec<(i64, Call, Vec<u8>)>,
+    /// Bind a temporary key: (request msg_id, permanent key id); finish with
+    /// [`Session::check_bind`] once the permanent key is found.
+    pub binds: Vec<(i64, i64)>,
+    /// `ping_delay_disconnect`: close the connection after this many seconds of silence.
+    pub disconnect_after: Option<i32>,
+}
+
+/// One connection's session state under one auth key.
+pub struct Session {
+    key: AuthKey,
+    session_id: Option<i64>,
+    /// The salt auth key creation gave (valid alongside the time-based ones).
+    initial_salt: Option<i64>,
+    seen: VecDeque<i64>,
+    seen_set: HashSet<i64>,
+    sent_content: i32,
+    last_msg_id: i64,
+    layer: Option<i32>,
+    device_model: Option<String>,
+    push: Pusher,
+    pending_binds: Vec<(i64, functions::auth::BindTempAuthKey)>,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl Session {
+    pub fn new(key: AuthKey, initial_salt: Option<i64>, push: Pusher) -> Session {
+        Session {
+            key,
+            session_id: None,
+            initial_salt,
+            seen: VecDeque::new(),
+            seen_set: HashSet::new(),
+            sent_content: 0,
+            last_msg_id: 0,
+            layer: None,
+            device_model: None,
+            push,
+            pending_binds: Vec::new(),
+        }
+    }
+
+    pub fn key(&self) -> &AuthKey {
+        &self.key
+    }
+
+    /// The server salt of the period containing `time`.
+    pub fn salt_at(&self, time: i64) -> i64 {
+        let period = time.div_euclid(SALT_PERIOD_SECS);
+        let digest = sha256(&[self.key.bytes(), &period.to_le_bytes()]);
+        i64::from_le_bytes(std::array::from_fn(|i| digest[i]))
+    }
+
+    fn current_salt(&self) -> i64 {
+        self.salt_at(unix_now())
+    }
+
+    fn salt_is_valid(&self, salt: i64) -> bool {
+        let now = unix_now();
+        Some(salt) == self.initial_salt
+            || salt == self.salt_at(now)
+            || salt == self.salt_at(now - SALT_PERIOD_SECS)
+    }
+
+    /// Handles one decrypted client message.
+    pub fn receive(&mut self, message: Message) -> Actions {
+        let mut actions = Actions::default();
+        if self.session_id != Some(message.session_id) {
+            self.session_id = Some(message.session_id);
+            self.sent_content = 0;
+            let mut unique_id = [0u8; 8];
+            rand::rng().fill_bytes(&mut unique_id);
+            actions.send.push(Outgoing {
+                body: boxed(&types::NewSessionCreated {
+                    first_msg_id: message.msg_id,
+                    unique_id: i64::from_le_bytes(unique_id),
+                    server_salt: self.current_salt(),
+                }),
+                content_related: true,
+            });
+        }
+        if let Some(code) = msg_id_error(message.msg_id) {
+            actions
+                .send
+                .push(bad_msg(message.msg_id, message.seq_no, code));
+            return actions;
+        }
+        if !self.salt_is_valid(message.salt) {
+            actions.send.push(Outgoing {
+                body: boxed(&types::BadServerSalt {
+                    bad_msg_id: message.msg_id,
+                    bad_msg_seqno: message.seq_no,
+                    error_code: bad_msg::BAD_SERVER_SALT,
+                    new_server_salt: self.current_salt(),
+                }),
+                content_related: false,
+            });
+            return actions;
+        }
+        self.dispatch(
+            message.msg_id,
+            message.seq_no,
+            message.body,
+            true,
+            &mut actions,
+        );
+        actions
+    }
+
+    fn dispatch(
+        &mut self,
+        msg_id: i64,
+        seq_no: i32,
+        body: Vec<u8>,
+        top_level: bool,
+        actions: &mut Actions,
+    ) {
+        if !self.remember(msg_id) {
+            // A duplicate: the client re-sent it; its answer is on its way or already sent.
+            return;
+        }
+        let Some(id) = oxigram_tl::constructor_id(&body) else {
+            actions
+                .send
+                .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER));
+            return;
+        };
+        let content_related = !matches!(id, wire::MSG_CONTAINER | types::MsgsAck::CONSTRUCTOR_ID);
+        let odd = seq_no & 1 == 1;
+        if id != wire::GZIP_PACKED && content_related != odd {
+            let code = if content_related {
+                bad_msg::SEQ_NO_ODD_EXPECTED
+            } else {
+                bad_msg::SEQ_NO_EVEN_EXPECTED
+            };
+            actions.send.push(bad_msg(msg_id, seq_no, code));
+            return;
+        }
+        let rest = &body[4..];
+        match id {
+            wire::MSG_CONTAINER => {
+                if !top_level {
+                    actions
+                        .send
+                        .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER));
+                    return;
+                }
+                match wire::parse_container(rest) {
+                    Ok(messages) => {
+                        for inner in messages {
+                            if let Some(code) = msg_id_error(inner.msg_id) {
+                                actions.send.push(bad_msg(inner.msg_id, inner.seq_no, code));
+                                continue;
+                            }
+                            if inner.msg_id == msg_id {
+                                actions.send.push(bad_msg(
+                                    inner.msg_id,
+                                    inner.seq_no,
+                                    bad_msg::CONTAINER_MSG_ID_REUSED,
+                                ));
+                                continue;
+                            }
+                            self.dispatch(inner.msg_id, inner.seq_no, inner.body, false, actions);
+                        }
+                    }
+                    Err(_) => actions
+                        .send
+                        .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER)),
+                }
+            }
+            wire::GZIP_PACKED => match wire::gunzip(rest) {
+                Ok(inner) => {
+                    // The packed object is the message itself, under the same msg_id.
+                    self.seen_set.remove(&msg_id);
+                    self.dispatch(msg_id, seq_no, inner, top_level, actions);
+                }
+                Err(_) => actions.send.push(rpc_error(
+                    msg_id,
+                    &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+                )),
+            },
+            types::MsgsAck::CONSTRUCTOR_ID => {}
+            functions::Ping::CONSTRUCTOR_ID | functions::PingDelayDisconnect::CONSTRUCTOR_ID => {
+                let mut cursor = Cursor::from_slice(rest);
+                let Ok(ping_id) = i64::deserialize(&mut cursor) else {
+                    actions.send.push(rpc_error(
+                        msg_id,
+                        &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+                    ));
+                    return;
+                };
+                if id == functions::PingDelayDisconnect::CONSTRUCTOR_ID {
+                    actions.disconnect_after = i32::deserialize(&mut cursor).ok();
+                }
+                actions.send.push(Outgoing {
+                    body: boxed(&types::Pong { msg_id, ping_id }),
+                    content_related: true,
+                });
+            }
+            functions::GetFutureSalts::CONSTRUCTOR_ID => {
+                let num = functions::GetFutureSalts::deserialize(&mut Cursor::from_slice(rest))
+                    .map(|r| r.num.clamp(1, 64))
+                    .unwrap_or(1);
+                let now = unix_now();
+                let first_period = now.div_euclid(SALT_PERIOD_SECS);
+                let salts = (0..i64::from(num))
+                    .map(|k| {
+                        let start = (first_period + k) * SALT_PERIOD_SECS;
+                        types::FutureSalt {
+                            valid_since: start as i32,
+                            valid_until: (start + 2 * SALT_PERIOD_SECS) as i32,
+                            salt: self.salt_at(start),
+                        }
+                    })
+                    .collect();
+                actions.send.push(Outgoing {
+                    body: boxed(&types::FutureSalts {
+                        req_msg_id: msg_id,
+                        now: now as i32,
+                        salts: oxigram_tl::RawVec(salts),
+                    }),
+                    content_related: true,
+                });
+            }
+            functions::DestroySession::CONSTRUCTOR_ID => {
+                let session_id =
+                    functions::DestroySession::deserialize(&mut Cursor::from_slice(rest))
+                        .map(|r| r.session_id)
+                        .unwrap_or(0);
+                // Sessions keep no server state beyond the connection, so any other one is
+                // already gone.
+                let answer = if Some(session_id) == self.session_id {
+                    boxed(&types::DestroySessionNone { session_id })
+                } else {
+                    boxed(&types::DestroySessionOk { session_id })
+                };
+                actions.send.push(rpc_result(msg_id, &answer));
+            }
+            types::MsgsStateReq::CONSTRUCTOR_ID | types::MsgResendReq::CONSTRUCTOR_ID => {
+                let ids = oxigram_tl::RawVec::<i64>::deserialize(&mut Cursor::from_slice(rest))
+                    .map(|v| v.0)
+                    .or_else(|_| Vec::<i64>::deserialize(&mut Cursor::from_slice(rest)))
+                    .unwrap_or_default();
+                // 1 = nothing is known about the message: answers are not kept once sent.
+                actions.send.push(Outgoing {
+                    body: boxed(&types::MsgsStateInfo {
+                        req_msg_id: msg_id,
+                        info: vec![1; ids.len()],
+                    }),
+                    content_related: false,
+                });
+            }
+            functions::RpcDropAnswer::CONSTRUCTOR_ID => {
+                actions.send.push(rpc_result(
+                    msg_id,
+                    &oxigram_tl::enums::RpcDropAnswer::RpcAnswerUnknown.to_bytes(),
+                ));
+            }
+            types::HttpWait::CONSTRUCTOR_ID => {}
+            functions::auth::BindTempAuthKey::CONSTRUCTOR_ID => {
+                match functions::auth::BindTempAuthKey::deserialize(&mut Cursor::from_slice(rest)) {
+                    Ok(request) => self.bind_request(msg_id, request, actions),
+                    Err(_) => actions.send.push(rpc_error(
+                        msg_id,
+                        &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+                    )),
+                }
+            }
+            _ => match self.unwrap_invoke(body) {
+                Some(query) => {
+                    let call = Call {
+                        auth_key_id: self.key.id(),
+                        session_id: self.session_id.unwrap_or_default(),
+                        msg_id,
+                        layer: self.layer,
+                        device_model: self.device_model.clone(),
+                        push: self.push.clone(),
+                    };
+                    actions.calls.push((msg_id, call, query));
+                }
+                None => actions.send.push(rpc_error(
+                    msg_id,
+                    &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+                )),
+            },
+        }
+    }
+
+    /// Strips `invokeWithLayer`, `initConnection`, `invokeWithoutUpdates` and `invokeAfterMsg(s)`
+    /// (recording the layer and device), leaving the call itself.
+    fn unwrap_invoke(&mut self, mut body: Vec<u8>) -> Option<Vec<u8>> {
+        loop {
+            let id = oxigram_tl::constructor_id(&body)?;
+            let mut cursor = Cursor::from_slice(&body[4..]);
+            body = match id {
+                functions::InvokeWithLayer::<Tail>::CONSTRUCTOR_ID => {
+                    let wrapped =
+                        functions::InvokeWithLayer::<Tail>::deserialize(&mut cursor).ok()?;
+                    self.layer = Some(wrapped.layer);
+                    wrapped.query.0
+                }
+                functions::InitConnection::<Tail>::CONSTRUCTOR_ID => {
+                    let wrapped =
+                        functions::InitConnection::<Tail>::deserialize(&mut cursor).ok()?;
+                    self.device_model = Some(wrapped.device_model);
+                    wrapped.query.0
+                }
+                functions::InvokeWithoutUpdates::<Tail>::CONSTRUCTOR_ID => {
+                    functions::InvokeWithoutUpdates::<Tail>::deserialize(&mut cursor)
+                        .ok()?
+                        .query
+                        .0
+                }
+                functions::InvokeAfterMsg::<Tail>::CONSTRUCTOR_ID => {
+                    functions::InvokeAfterMsg::<Tail>::deserialize(&mut cursor)
+                        .ok()?
+                        .query
+                        .0
+                }
+                functions::InvokeAfterMsgs::<Tail>::CONSTRUCTOR_ID => {
+                    functions::InvokeAfterMsgs::<Tail>::deserialize(&mut cursor)
+                        .ok()?
+                        .query
+                        .0
+                }
+                _ => return Some(body),
+            };
+        }
+    }
+
+    /// `auth.bindTempAuthKey`, checked as the protocol requires: the inner message is
+    /// encrypted with the permanent key, carries the outer msg_id, and names this temporary key
+    /// and session. The permanent key itself is checked by the backend's lookup.
+    fn bind_request(
+        &mut self,
+        msg_id: i64,
+        request: functions::auth::BindTempAuthKey,
+        actions: &mut Actions,
+    ) {
+        actions.binds.push((msg_id, request.perm_auth_key_id));
+        self.pending_binds.push((msg_id, request));
+    }
+
+    /// Second half of a bind, once the backend found the permanent key.
+    pub fn check_bind(&mut self, msg_id: i64, perm: &AuthKey) -> Result<(i64, i32), RpcError> {
+        let position = self
+            .pending_binds
+            .iter()
+            .position(|(id, _)| *id == msg_id)
+            .ok_or_else(|| RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID"))?;
+        let (_, request) = self.pending_binds.swap_remove(position);
+        let invalid = || RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID");
+        if request.perm_auth_key_id != perm.id() {
+            return Err(invalid());
+        }
+        let inner = Message::decrypt(perm, Direction::ClientToServer, &request.encrypted_message)
+            .map_err(|_| invalid())?;
+        if inner.msg_id != msg_id || inner.seq_no != 0 {
+            return Err(invalid());
+        }
+        let mut cursor = Cursor::from_slice(&inner.body);
+        let id = u32::deserialize(&mut cursor).map_err(|_| invalid())?;
+        if id != types::BindAuthKeyInner::CONSTRUCTOR_ID {
+            return Err(invalid());
+        }
+        let binding = types::BindAuthKeyInner::deserialize(&mut cursor).map_err(|_| invalid())?;
+        if binding.nonce != request.nonce
+            || binding.temp_auth_key_id != self.key.id()
+            || binding.perm_auth_key_id != perm.id()
+            || Some(binding.temp_session_id) != self.session_id
+            || binding.expires_at != request.expires_at
+        {
+            return Err(invalid());
+        }
+        Ok((perm.id(), request.expires_at))
+    }
+
+    /// Encrypts an outgoing message for the current session.
+    pub fn seal(&mut self, outgoing: &Outgoing) -> Vec<u8> {
+        let seq_no = if outgoing.content_related {
+            self.sent_content += 1;
+            self.sent_content * 2 - 1
+        } else {
+            self.sent_content * 2
+        };
+        let message = Message {
+            salt: self.current_salt(),
+            session_id: self.session_id.unwrap_or_default(),
+            msg_id: self.next_msg_id(),
+            seq_no,
+            body: outgoing.body.clone(),
+        };
+        message.encrypt(&self.key, Direction::ServerToClient)
+    }
+
+    /// Server msg_ids: unix time in the high half, ≡ 1 (mod 4), strictly increasing.
+    fn next_msg_id(&mut self) -> i64 {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let candidate = ((now.as_secs() as i64) << 32)
+            | ((i64::from(now.subsec_nanos()) << 2) & 0xffff_fffc)
+            | 1;
+        self.last_msg_id = if candidate > self.last_msg_id {
+            candidate
+        } else {
+            self.last_msg_id + 4
+        };
+        self.last_msg_id
+    }
+
+    /// `false` for a msg_id seen recently.
+    fn remember(&mut self, msg_id: i64) -> bool {
+        if !self.seen_set.insert(msg_id) {
+            return false;
+        }
+        self.seen.push_back(msg_id);
+        if self.seen.len() > SEEN_MSG_IDS
+            && let Some(old) = self.seen.pop_front()
+        {
+            self.seen_set.remove(&old);
+        }
+        true
+    }
+}
+
+/// The bad_msg_notification code a client msg_id earns, if any.
+fn msg_id_error(msg_id: i64) -> Option<i32> {
+    if msg_id & 3 != 0 {
+        return Some(bad_msg::MSG_ID_BAD_LOW_BITS);
+    }
+    let sent = msg_id >> 32;
+    let now = unix_now();
+    if sent < now - MSG_ID_PAST_SECS {
+        return Some(bad_msg::MSG_ID_TOO_LOW);
+    }
+    if sent > now + MSG_ID_FUTURE_SECS {
+        return Some(bad_msg::MSG_ID_TOO_HIGH);
+    }
+    None
+}
+
+fn bad_msg(msg_id: i64, seq_no: i32, code: i32) -> Outgoing {
+    Outgoing {
+        body: boxed(&types::BadMsgNotification {
+            bad_msg_id: msg_id,
+            bad_msg_seqno: seq_no,
+            error_code: code,
+        }),
+        content_related: false,
+    }
+}
+
+/// `rpc_result` carrying `answer` (gzip-packed when that pays).
+pub fn rpc_result(req_msg_id: i64, answer: &[u8]) -> Outgoing {
+    let body = if answer.len() > 1024 {
+        let packed = wire::gzip(answer);
+        if packed.len() < answer.len() {
+            wire::rpc_result(req_msg_id, &packed)
+        } else {
+            wire::rpc_result(req_msg_id, answer)
+        }
+    } else {
+        wire::rpc_result(req_msg_id, answer)
+    };
+    Outgoing {
+        body,
+        content_related: true,
+    }
+}
+
+pub fn rpc_error(req_msg_id: i64, error: &RpcError) -> Outgoing {
+    Outgoing {
+        body: wire::rpc_result(req_msg_id, &error.to_bytes()),
+        content_related: true,
+    }
+}

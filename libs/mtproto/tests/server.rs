@@ -1,0 +1,163 @@
+//! The server loop against the crate's own client, over a real TCP socket, with a backend that
+//! keeps keys in memory and answers one function.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use oxigram_mtproto::client::{Client, ClientError, Options};
+use oxigram_mtproto::handshake::NewKey;
+use oxigram_mtproto::session::{Backend, Call, Outgoing, RpcError};
+use oxigram_mtproto::transport::Kind;
+use oxigram_mtproto::{AuthKey, ServerKey};
+use oxigram_tl::{Identifiable, Serializable, enums, functions, types};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+struct Memory {
+    key: ServerKey,
+    keys: Mutex<HashMap<i64, AuthKey>>,
+    binds: Mutex<Vec<(i64, i64)>>,
+}
+
+impl Backend for Memory {
+    fn server_key(&self) -> &ServerKey {
+        &self.key
+    }
+
+    async fn find_key(&self, auth_key_id: i64) -> Option<AuthKey> {
+        self.keys.lock().ok()?.get(&auth_key_id).cloned()
+    }
+
+    async fn save_key(&self, key: &NewKey) -> Result<(), String> {
+        self.keys
+            .lock()
+            .map_err(|e| e.to_string())?
+            .insert(key.key.id(), key.key.clone());
+        Ok(())
+    }
+
+    async fn bind_temp_key(&self, temp: i64, perm: i64, _expires_at: i32) -> Result<(), RpcError> {
+        self.binds
+            .lock()
+            .map_err(|_| RpcError::new(500, "INTERNAL"))?
+            .push((temp, perm));
+        Ok(())
+    }
+
+    async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+        match oxigram_tl::constructor_id(&query) {
+            Some(functions::help::GetNearestDc::CONSTRUCTOR_ID) => {
+                // A push before the answer, as live updates would arrive.
+                let _ = call.push.send(Outgoing {
+                    body: enums::Updates::TooLong.to_bytes(),
+                    content_related: true,
+                });
+                Ok(enums::NearestDc::Dc(types::NearestDc {
+                    country: call.layer.map(|l| l.to_string()).unwrap_or_default(),
+                    this_dc: 1,
+                    nearest_dc: 1,
+                })
+                .to_bytes())
+            }
+            _ => Err(RpcError::new(400, "METHOD_INVALID")),
+        }
+    }
+}
+
+async fn start() -> (String, Arc<Memory>) {
+    let backend = Arc::new(Memory {
+        key: ServerKey::generate().unwrap_or_else(|e| panic!("{e}")),
+        keys: Mutex::default(),
+        binds: Mutex::default(),
+    });
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_string();
+    tokio::spawn(oxigram_mtproto::server::serve(listener, backend.clone()));
+    (addr, backend)
+}
+
+#[tokio::test]
+async fn every_transport_creates_a_key_and_round_trips_calls() -> Result<(), ClientError> {
+    let (addr, backend) = start().await;
+    for (kind, obfuscated, rsa_pad) in [
+        (Kind::Full, false, false),
+        (Kind::Abridged, false, true),
+        (Kind::Intermediate, false, false),
+        (Kind::PaddedIntermediate, false, false),
+        (Kind::Abridged, true, false),
+        (Kind::Intermediate, true, true),
+        (Kind::PaddedIntermediate, true, false),
+    ] {
+        let options = Options {
+            kind,
+            obfuscated,
+            rsa_pad,
+        };
+        let mut client = Client::connect(&addr, backend.key.public(), options).await?;
+        let enums::NearestDc::Dc(nearest) =
+            client.invoke(&functions::help::GetNearestDc {}).await?;
+        assert_eq!(nearest.country, oxigram_tl::LAYER.to_string(), "{kind:?}");
+        // The push sent during the call is kept for the caller.
+        let push = client.next_push().await?;
+        assert_eq!(push, enums::Updates::TooLong.to_bytes());
+        // An unknown method is an rpc_error on a connection that stays usable.
+        let unknown = client
+            .invoke(&functions::help::GetAppConfig { hash: 0 })
+            .await;
+        assert!(
+            matches!(unknown, Err(ClientError::Rpc(ref e)) if e.code == 400 && e.message == "METHOD_INVALID")
+        );
+        let pong = client
+            .invoke_raw(functions::Ping { ping_id: 99 }.to_bytes())
+            .await?;
+        assert_eq!(
+            oxigram_tl::constructor_id(&pong),
+            Some(types::Pong::CONSTRUCTOR_ID)
+        );
+
+        // The key outlives the connection: a reconnect gets bad_server_salt, then works.
+        let key = client.auth_key().clone();
+        drop(client);
+        let mut again = Client::reconnect(&addr, key, options).await?;
+        let enums::NearestDc::Dc(nearest) = again.invoke(&functions::help::GetNearestDc {}).await?;
+        assert_eq!(nearest.this_dc, 1);
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unknown_key_gets_404_and_a_bad_frame_closes_only_its_connection()
+-> Result<(), ClientError> {
+    let (addr, backend) = start().await;
+    let stranger = AuthKey::from_bytes([7; 256]);
+    let mut lost = Client::reconnect(&addr, stranger, Options::default()).await?;
+    let answer = lost.invoke(&functions::help::GetNearestDc {}).await;
+    assert!(
+        matches!(answer, Err(ClientError::Transport(-404))),
+        "{answer:?}"
+    );
+
+    let mut good = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let mut bad = TcpStream::connect(&addr).await?;
+    // An intermediate frame that claims to be 1 GiB long.
+    bad.write_all(&[0xee, 0xee, 0xee, 0xee, 0, 0, 0, 0x40])
+        .await?;
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        bad.read_to_end(&mut rest),
+    )
+    .await;
+    assert!(
+        matches!(closed, Ok(Ok(0))),
+        "the bad connection must be closed"
+    );
+    let enums::NearestDc::Dc(nearest) = good.invoke(&functions::help::GetNearestDc {}).await?;
+    assert_eq!(nearest.this_dc, 1);
+    Ok(())
+}
