@@ -98,8 +98,12 @@ async fn main() -> anyhow::Result<()> {
         config.telemetry.log_format = "text".into();
     }
     let service_name = match &cli.command {
-        Command::Serve { target } => oxigram::service_name(&Target::parse_list(target)?),
-        Command::Up { .. } => oxigram::service_name(&Target::ALL),
+        Command::Serve { target } | Command::Migrate { target } => {
+            oxigram::service_name(&Target::parse_list(target)?)
+        }
+        Command::Up { .. } | Command::Health { .. } | Command::Smoke { .. } => {
+            oxigram::service_name(&Target::ALL)
+        }
     };
     let _telemetry = oxigram_telemetry::init(&service_name, &config.telemetry)?;
     let shutdown = oxigram_kit::shutdown_on_signals();
