@@ -5,6 +5,7 @@
 
 pub mod health;
 pub mod migrate;
+pub mod smoke;
 
 use std::{path::PathBuf, str::FromStr, sync::Arc};
 

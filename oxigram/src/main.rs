@@ -42,6 +42,15 @@ enum Command {
         #[arg(long)]
         no_install: bool,
     },
+    /// Signs two new users up through the gateway and sends a message between them; exits 0
+    /// when the recipient has it (the chart's `helm test`).
+    Smoke {
+        #[arg(long, default_value = "http://127.0.0.1:7710")]
+        gateway: String,
+        /// The gateway's `gateway.fixed_login_code`.
+        #[arg(long, env = "OXIGRAM_SMOKE_LOGIN_CODE")]
+        login_code: String,
+    },
     /// Migrates the chosen services' schemas, then exits.
     Migrate {
         /// `all`, or a comma-separated list of gateway, messages, updates, dialogs, dispatch, media.
@@ -92,7 +101,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve { target } | Command::Migrate { target } => {
             oxigram::service_name(&Target::parse_list(target)?)
         }
-        Command::Up { .. } | Command::Health { .. } => oxigram::service_name(&Target::ALL),
+        Command::Up { .. } | Command::Health { .. } | Command::Smoke { .. } => {
+            oxigram::service_name(&Target::ALL)
+        }
     };
     let _telemetry = oxigram_telemetry::init(&service_name, &config.telemetry)?;
     let shutdown = oxigram_kit::shutdown_on_signals();
@@ -102,6 +113,10 @@ async fn main() -> anyhow::Result<()> {
             oxigram::run(Arc::new(config), &targets, shutdown).await
         }
         Command::Health { .. } => Ok(()),
+        Command::Smoke {
+            gateway,
+            login_code,
+        } => oxigram::smoke::run(&gateway, &login_code).await,
         Command::Migrate { target } => {
             let targets = Target::parse_list(&target)?;
             oxigram::migrate::run(&config, &targets).await

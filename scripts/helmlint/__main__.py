@@ -12,6 +12,7 @@ from . import cluster, fake_api, helm, manifest, schemas
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CHART = os.path.join(ROOT, "helm", "oxigram")
 CRDS = os.path.join(ROOT, "helm", "test-crds")
+METRICS_DOC = os.path.join(ROOT, "docs", "operations.md")
 RELEASE = "lint"
 # gRPC container probes exist from Kubernetes 1.24 on; before, the chart uses exec probes.
 GRPC_PROBES_SINCE = 24
@@ -77,6 +78,14 @@ def on_cluster(kube, values, namespace):
                 problems.append(("ERROR", f"pre-install Job/{name} never reached the API server"))
         if install_hooks:
             problems.append(("INFO", f"pre-install Jobs created and completed: {', '.join(install_hooks)}"))
+        # `helm test` Pods run only on `helm test`: the server checks them without storing.
+        for doc in hook_docs:
+            if "test" in (doc["metadata"].get("annotations") or {}).get("helm.sh/hook", ""):
+                found = kube.dry_run_create(doc, namespace)
+                problems += [("ERROR", f"helm test hook refused: {t}") for t in found]
+                if not found:
+                    problems.append(("INFO", f"helm test {doc['kind']}/{doc['metadata']['name']} "
+                                             "accepted by the server (dry run)"))
         problems += helm.uninstall(RELEASE, namespace, kube.kubeconfig)
         for doc in docs:
             kept = (doc["metadata"].get("annotations") or {}).get("helm.sh/resource-policy") == "keep"
@@ -111,6 +120,8 @@ def main():
             for version in (newest, oldest):
                 found, docs = offline(values, version, out_dir, stem)
                 problems += found
+                if version == newest:
+                    problems += manifest.metrics_documented(docs, METRICS_DOC)
                 summary.append(f"{version}: {len(docs)} objects")
             found, docs, hook_docs = on_cluster(kube, values, f"lint-{stem}"[:63])
             problems += found

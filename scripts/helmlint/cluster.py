@@ -109,6 +109,20 @@ class Cluster:
             stop.set()
             thread.join()
 
+    def dry_run_create(self, obj, namespace):
+        """Problems the server finds creating `obj` (validation and admission), storing nothing."""
+        if obj["kind"] == "Pod":
+            # No controller-manager makes the namespace's default ServiceAccount, which the
+            # ServiceAccount admission of a pod looks up.
+            self.request("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                         {"apiVersion": "v1", "kind": "ServiceAccount",
+                          "metadata": {"name": "default"}})
+        path = self.object_path(obj, namespace).rsplit("/", 1)[0] + "?dryRun=All"
+        status, body = self.request("POST", path, obj)
+        if status >= 300:
+            return [f"{obj['kind']}/{obj['metadata']['name']}: {body.get('message', body)}"]
+        return []
+
     def object_path(self, obj, namespace):
         api_version, kind = obj["apiVersion"], obj["kind"]
         prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"

@@ -78,3 +78,28 @@ def kinds(docs):
     for doc in docs:
         out[doc["kind"]] = out.get(doc["kind"], 0) + 1
     return out
+
+
+def metrics_documented(docs, operations_md):
+    """Every metric the PrometheusRules and dashboards name must be documented in
+    docs/operations.md (its Metrics table): an alert on a metric nobody exports never fires."""
+    with open(operations_md) as f:
+        text = f.read()
+    documented = set(re.findall(r"oxigram_[a-z_]+", text))
+    used = set()
+    for doc in docs:
+        if doc["kind"] == "PrometheusRule":
+            for group in doc["spec"].get("groups") or []:
+                for rule in group.get("rules") or []:
+                    used |= set(re.findall(r"oxigram_[a-z_]+", rule.get("expr", "")))
+        if doc["kind"] == "ConfigMap" and any(k.endswith(".json") for k in doc.get("data") or {}):
+            for body in doc["data"].values():
+                used |= set(re.findall(r"oxigram_[a-z_]+", body))
+    used = {re.sub(r"_(bucket|sum|count)$", "", m) for m in used}
+    missing = sorted(used - documented)
+    if not used:
+        return []
+    if missing:
+        return [("ERROR", "metrics named by the alerts/dashboard but not in docs/operations.md: "
+                         + ", ".join(missing))]
+    return [("INFO", f"all {len(used)} metrics of the alerts/dashboard are in docs/operations.md")]

@@ -87,6 +87,11 @@ another replica).
 {{- include "oxigram.componentDatabaseEnv" (dict "ctx" $ctx "component" $svc) }}
 {{- end }}
 {{- end }}
+{{- if and (or $single (eq $component "gateway")) $v.helmTest.loginCode }}
+{{- /* every sign-in accepts this code: for the smoke test of test and staging installations */}}
+- name: OXIGRAM_GATEWAY__FIXED_LOGIN_CODE
+  value: {{ printf "%q" (toString $v.helmTest.loginCode) | quote }}
+{{- end }}
 {{- if or $single (eq $component "gateway") }}
 {{- /* dispatch pushes to the very gateway pod that holds a device's stream */}}
 - name: OXIGRAM_GATEWAY__ADVERTISE_PUSH
