@@ -207,6 +207,18 @@ impl Default for MediaConfig {
     }
 }
 
+/// The gateway's MTProto front door, for stock Telegram clients.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MtprotoConfig {
+    /// The TCP address the door listens on (every transport, obfuscated or not); the door is
+    /// closed when unset.
+    pub listen: Option<SocketAddr>,
+    /// The server's 2048-bit RSA private key (PKCS#1 or PKCS#8 PEM). Clients are given the
+    /// public half; `oxigram up` creates one in its data folder.
+    pub rsa_key_file: Option<String>,
+}
+
 /// The whole configuration of an oxigram process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -228,6 +240,7 @@ pub struct Config {
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
+    pub mtproto: MtprotoConfig,
 }
 
 impl Default for Config {
@@ -246,6 +259,7 @@ impl Default for Config {
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
+            mtproto: MtprotoConfig::default(),
         }
     }
 }
