@@ -15,6 +15,7 @@ mod message_delete;
 mod message_edit;
 mod message_format;
 mod message_forward;
+mod mtproto;
 mod outbox_recovery;
 mod peers;
 mod privacy;
