@@ -121,6 +121,80 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
     let users = me(&mut client).await?;
     assert!(matches!(users.as_slice(), [enums::User::User(u)] if u.id == user.id));
 
+    // A message to her Saved Messages, answered as Telegram does, and read back.
+    let sent = client
+        .invoke(&functions::messages::SendMessage {
+            no_webpage: false,
+            silent: false,
+            background: false,
+            clear_draft: false,
+            noforwards: false,
+            update_stickersets_order: false,
+            invert_media: false,
+            allow_paid_floodskip: false,
+            peer: enums::InputPeer::PeerSelf,
+            reply_to: None,
+            message: "hello over MTProto".into(),
+            random_id: 77,
+            reply_markup: None,
+            entities: None,
+            schedule_date: None,
+            schedule_repeat_period: None,
+            send_as: None,
+            quick_reply_shortcut: None,
+            effect: None,
+            allow_paid_stars: None,
+            suggested_post: None,
+            rich_message: None,
+        })
+        .await?;
+    let enums::Updates::UpdateShortSentMessage(sent) = sent else {
+        anyhow::bail!("send answered {sent:?}");
+    };
+    assert!(sent.out);
+    assert_eq!((sent.pts, sent.pts_count), (1, 1));
+    let history = client
+        .invoke(&functions::messages::GetHistory {
+            peer: enums::InputPeer::PeerSelf,
+            offset_id: 0,
+            offset_date: 0,
+            add_offset: 0,
+            limit: 10,
+            max_id: 0,
+            min_id: 0,
+            hash: 0,
+        })
+        .await?;
+    let enums::messages::Messages::Messages(history) = history else {
+        anyhow::bail!("history answered {history:?}");
+    };
+    let texts: Vec<(i32, String)> = history
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            enums::Message::Message(m) => Some((m.id, m.message.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, vec![(sent.id, "hello over MTProto".to_owned())]);
+    // Another user's chat is refused with Telegram's name for it.
+    let nobody = client
+        .invoke(&functions::messages::GetHistory {
+            peer: enums::InputPeer::Chat(types::InputPeerChat { chat_id: 5 }),
+            offset_id: 0,
+            offset_date: 0,
+            add_offset: 0,
+            limit: 10,
+            max_id: 0,
+            min_id: 0,
+            hash: 0,
+        })
+        .await;
+    assert!(
+        matches!(nobody, Err(ClientError::Rpc(ref e)) if e.code == 400 && e.message == "PEER_ID_INVALID"),
+        "{nobody:?}"
+    );
+
     // The same account on the gRPC door lists the MTProto key among its authorizations.
     let mut grpc = system.device().await?;
     let same = grpc.sign_in("15550100").await?;

@@ -9,7 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use oxigram_mtproto::session::{Call, RpcError};
 use oxigram_proto::api::v1::{
-    self as api, auth_server::Auth, updates_server::Updates, users_server::Users,
+    self as api, auth_server::Auth, messages_server::Messages, updates_server::Updates,
+    users_server::Users,
 };
 use oxigram_tl::{Cursor, Deserializable, Identifiable, Serializable, enums, functions, types};
 use tonic::Request;
@@ -17,7 +18,8 @@ use tonic::metadata::MetadataValue;
 
 use super::convert;
 use crate::{
-    AUTH_KEY_HEADER, Gateway, auth::AuthApi, updates_api::UpdatesApi, users_api::UsersApi,
+    AUTH_KEY_HEADER, Gateway, auth::AuthApi, messages_api::MessagesApi, updates_api::UpdatesApi,
+    users_api::UsersApi,
 };
 
 /// A gRPC request as the key's own call.
@@ -198,6 +200,70 @@ pub async fn answer(
                 unread_count: 0,
             })
             .to_bytes())
+        }
+        functions::messages::SendMessage::CONSTRUCTOR_ID => {
+            let send: functions::messages::SendMessage = read(query)?;
+            let sent = MessagesApi(gateway.clone())
+                .send_message(request(
+                    header,
+                    oxigram_proto::types::v1::SendMessageRequest {
+                        peer: Some(convert::input_peer(&send.peer)?),
+                        random_id: send.random_id,
+                        text: send.message,
+                        silent: send.silent,
+                        noforwards: send.noforwards,
+                        ..Default::default()
+                    },
+                )?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            let message = sent.message.unwrap_or_default();
+            Ok(
+                enums::Updates::UpdateShortSentMessage(types::UpdateShortSentMessage {
+                    out: true,
+                    id: convert::int(message.id),
+                    pts: sent.pts,
+                    pts_count: sent.pts_count,
+                    date: convert::int(message.date),
+                    media: None,
+                    entities: None,
+                    ttl_period: None,
+                })
+                .to_bytes(),
+            )
+        }
+        functions::messages::GetHistory::CONSTRUCTOR_ID => {
+            let wanted: functions::messages::GetHistory = read(query)?;
+            let slice = MessagesApi(gateway.clone())
+                .get_history(request(
+                    header,
+                    oxigram_proto::types::v1::GetHistoryRequest {
+                        peer: Some(convert::input_peer(&wanted.peer)?),
+                        offset_id: i64::from(wanted.offset_id),
+                        limit: wanted.limit,
+                        offset_date: i64::from(wanted.offset_date),
+                        add_offset: wanted.add_offset,
+                        max_id: i64::from(wanted.max_id),
+                        min_id: i64::from(wanted.min_id),
+                    },
+                )?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok(
+                enums::messages::Messages::Messages(types::messages::Messages {
+                    messages: slice.messages.iter().map(convert::message).collect(),
+                    topics: Vec::new(),
+                    chats: Vec::new(),
+                    users: slice
+                        .users
+                        .iter()
+                        .map(|u| convert::user(u, false))
+                        .collect(),
+                })
+                .to_bytes(),
+            )
         }
         _ => {
             tracing::debug!(method = oxigram_tl::name_for_id(id), layer = ?call.layer, "MTProto method not supported");

@@ -154,3 +154,103 @@ pub fn config(now: i32, host: &str, port: i32) -> enums::Config {
         autologin_token: None,
     })
 }
+
+/// A TL input peer as oxigram's (private chats only; anything else is `PEER_ID_INVALID`).
+pub fn input_peer(peer: &enums::InputPeer) -> Result<ox::InputPeer, RpcError> {
+    use ox::input_peer::Kind;
+    let kind = match peer {
+        enums::InputPeer::PeerSelf => Kind::Self_(ox::InputPeerSelf {}),
+        enums::InputPeer::User(user) => Kind::User(ox::InputPeerUser {
+            user_id: user.user_id,
+        }),
+        _ => return Err(RpcError::new(400, "PEER_ID_INVALID")),
+    };
+    Ok(ox::InputPeer { kind: Some(kind) })
+}
+
+fn peer(peer: Option<&ox::Peer>) -> enums::Peer {
+    let user_id = match peer.and_then(|p| p.kind.as_ref()) {
+        Some(ox::peer::Kind::UserId(id)) => *id,
+        None => 0,
+    };
+    enums::Peer::User(types::PeerUser { user_id })
+}
+
+/// Telegram's message ids and dates are 32-bit.
+pub fn int(value: i64) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+/// A message of a private chat as its owner sees it (text only; media is not mapped yet).
+pub fn message(message: &ox::Message) -> enums::Message {
+    enums::Message::Message(types::Message {
+        out: message.out,
+        mentioned: false,
+        media_unread: false,
+        silent: message.silent,
+        post: false,
+        from_scheduled: false,
+        legacy: false,
+        edit_hide: false,
+        pinned: false,
+        noforwards: message.noforwards,
+        invert_media: false,
+        offline: false,
+        video_processing_pending: false,
+        paid_suggested_post_stars: false,
+        paid_suggested_post_ton: false,
+        id: int(message.id),
+        from_id: Some(enums::Peer::User(types::PeerUser {
+            user_id: message.from_user_id,
+        })),
+        from_boosts_applied: None,
+        from_rank: None,
+        peer_id: peer(message.peer_id.as_ref()),
+        saved_peer_id: None,
+        fwd_from: None,
+        via_bot_id: None,
+        via_business_bot_id: None,
+        guestchat_via_from: None,
+        reply_to: (message.reply_to_msg_id != 0).then(|| {
+            enums::MessageReplyHeader::Header(types::MessageReplyHeader {
+                reply_to_scheduled: false,
+                reply_to_ephemeral: false,
+                forum_topic: false,
+                quote: false,
+                reply_to_msg_id: Some(int(message.reply_to_msg_id)),
+                reply_to_peer_id: None,
+                reply_from: None,
+                reply_media: None,
+                reply_to_top_id: None,
+                quote_text: None,
+                quote_entities: None,
+                quote_offset: None,
+                todo_item_id: None,
+                poll_option: None,
+            })
+        }),
+        date: int(message.date),
+        message: message.text.clone(),
+        media: None,
+        reply_markup: None,
+        entities: None,
+        views: None,
+        forwards: None,
+        replies: None,
+        edit_date: (message.edit_date != 0).then(|| int(message.edit_date)),
+        post_author: None,
+        grouped_id: None,
+        reactions: None,
+        restriction_reason: None,
+        ttl_period: None,
+        quick_reply_shortcut_id: None,
+        effect: None,
+        factcheck: None,
+        report_delivery_until_date: None,
+        paid_message_stars: None,
+        suggested_post: None,
+        schedule_repeat_period: None,
+        summary_from_language: None,
+        rich_message: None,
+    })
+}
