@@ -351,6 +351,9 @@ fn show_update(u: &PtsUpdate) -> String {
             None => format!("dialog filter {} deleted", f.id),
         },
         Some(update::Kind::DialogFilterOrder(o)) => format!("dialog filters ordered {:?}", o.order),
+        Some(update::Kind::PeerSettingsBarHidden(h)) => {
+            format!("peer settings bar of peer {} hidden", h.peer_user())
+        }
         Some(update::Kind::Profile(p)) => match &p.user {
             Some(u) => format!("profile now {}", people::show_user(u)),
             None => "profile changed".into(),
@@ -809,6 +812,7 @@ async fn watch(
                 println!("{}", presence::show_typing(&t, tokio::time::Instant::now()))
             }
             Event::Status(s) => println!("{}", presence::show_status(&s)),
+            Event::User(u) => println!("profile changed: {}", people::show_user(&u)),
         }
         if updates.state().pts != c.device.pts {
             c.device.pts = updates.state().pts;

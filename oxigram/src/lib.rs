@@ -3,6 +3,9 @@
 //! `oxigram_kit::local`), and `up`, which also brings a private Postgres and Redis for a
 //! newcomer's machine.
 
+pub mod health;
+pub mod migrate;
+
 use std::{path::PathBuf, str::FromStr, sync::Arc};
 
 use oxigram_kit::Config;
@@ -67,12 +70,23 @@ impl FromStr for Target {
     }
 }
 
+/// The OpenTelemetry `service.name` of a process running `targets`: `oxigram-<service>` for a
+/// process of one service, so a tracing backend tells the services apart; `oxigram` for one
+/// running several, whose spans a backend can tell apart only by their names.
+pub fn service_name(targets: &[Target]) -> String {
+    match targets {
+        [one] => format!("oxigram-{}", one.name()),
+        _ => "oxigram".to_owned(),
+    }
+}
+
 /// Runs `targets` until `shutdown`; if one fails, the others are stopped too.
 pub async fn run(
     config: Arc<Config>,
     targets: &[Target],
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    oxigram_kit::balance::set_discovery(config.balancing.discovery());
     let mut tasks = tokio::task::JoinSet::new();
     if let Some(addr) = config.metrics_addr {
         let stop = shutdown.clone();

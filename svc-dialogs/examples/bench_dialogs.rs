@@ -102,6 +102,7 @@ fn request(list: List, after: Option<&types::Dialog>, hash: i64) -> GetDialogsRe
         folder_id,
         filter_id,
         hash,
+        include_empty: false,
     };
     GetDialogsRequest {
         owner_id: OWNER,

@@ -1,3 +1,3 @@
--- How many dialogs a folder lists (index dialogs_folder_order, its (owner, folder) prefix).
-SELECT count(*)::int FROM dialogs
-WHERE owner_id = $1 AND folder_id = $2 AND (top_message_id > 0 OR top_message_date > 0)
+-- How many dialogs a folder lists: the owner's dialog_counts rows of it (primary key, its
+-- (owner, folder) prefix).
+SELECT coalesce(sum(n), 0)::int FROM dialog_counts WHERE owner_id = $1 AND folder_id = $2

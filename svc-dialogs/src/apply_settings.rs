@@ -1,8 +1,9 @@
 //! The projection's side of a user's dialog settings: each settings update of her log,
 //! applied here in pts order by the same rules a device applies it (`oxigram_client::Mirror`):
 //! pins (at the head of the folder, never past its most), the pinned order, folders, the
-//! unread mark, notification settings, drafts, dialog filters and their order. An update that
-//! names a dialog not here yet makes it (unlisted until it has a message), as on a device.
+//! unread mark, notification settings, drafts, the hidden peer settings bar, dialog filters
+//! and their order. An update that names a dialog not here yet makes it (unlisted until it
+//! has a message), as on a device.
 
 use oxigram_proto::{
     dialog_rules::{MAX_PINNED_DIALOGS, filter_order},
@@ -30,6 +31,7 @@ pub fn is_setting(kind: &update::Kind) -> bool {
             | update::Kind::DraftMessage(_)
             | update::Kind::DialogFilter(_)
             | update::Kind::DialogFilterOrder(_)
+            | update::Kind::PeerSettingsBarHidden(_)
     )
 }
 
@@ -125,6 +127,13 @@ pub async fn apply(tx: &mut PgConnection, change: SettingChange) -> Result<(), s
                         .await?;
                 }
             }
+        }
+        update::Kind::PeerSettingsBarHidden(u) => {
+            sqlx::query(include_str!("../sql/hide_settings_bar.sql"))
+                .bind(owner)
+                .bind(u.peer_user())
+                .execute(&mut *tx)
+                .await?;
         }
         update::Kind::DialogFilter(u) => match u.filter {
             Some(filter) => {

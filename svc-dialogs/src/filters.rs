@@ -217,6 +217,7 @@ pub async fn page(
         let rest: Vec<DialogRow> = sqlx::query_as(concat!(
             include_str!("../sql/filter_page_head.sql"),
             include_str!("../sql/filter_match.sql"),
+            include_str!("../sql/filter_rules.sql"),
             include_str!("../sql/filter_page_tail.sql"),
         ))
         .bind(owner)
@@ -245,26 +246,107 @@ pub async fn page(
     if !first {
         return Ok((dialogs, 0));
     }
-    let others: i32 = sqlx::query_scalar(concat!(
-        include_str!("../sql/filter_count_head.sql"),
-        include_str!("../sql/filter_match.sql"),
+    let rules = Rules {
+        owner,
+        pinned: &pinned,
+        excluded: &excluded,
+        included: &included,
+        filter,
+        contacts,
+        now,
+    };
+    Ok((
+        dialogs,
+        pinned_listed.len() as i32 + count(pool, &rules).await?,
     ))
-    .bind(owner)
-    .bind(0i64)
-    .bind(0i64)
-    .bind(0i64)
-    .bind(0i64)
-    .bind(&pinned)
-    .bind(&excluded)
-    .bind(&included)
-    .bind(filter.contacts)
-    .bind(filter.non_contacts)
-    .bind(contacts)
-    .bind(filter.exclude_muted)
-    .bind(filter.exclude_read)
-    .bind(filter.exclude_archived)
-    .bind(now)
-    .fetch_one(pool)
-    .await?;
-    Ok((dialogs, pinned_listed.len() as i32 + others))
+}
+
+/// What a filter's statements take, bound in the one order they share ($1 the owner, $6..$8
+/// the peers, $9..$15 the rules; $2..$5 are a page's seek key and limit).
+struct Rules<'a> {
+    owner: i64,
+    pinned: &'a [i64],
+    excluded: &'a [i64],
+    included: &'a [i64],
+    filter: &'a DialogFilter,
+    contacts: &'a [i64],
+    now: i64,
+}
+
+impl Rules<'_> {
+    fn bind<'q, O>(
+        &'q self,
+        query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+        contacts: &'q [i64],
+        categories: (bool, bool),
+    ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+        query
+            .bind(self.owner)
+            .bind(0i64)
+            .bind(0i64)
+            .bind(0i64)
+            .bind(0i64)
+            .bind(self.pinned)
+            .bind(self.excluded)
+            .bind(self.included)
+            .bind(categories.0)
+            .bind(categories.1)
+            .bind(contacts)
+            .bind(self.filter.exclude_muted)
+            .bind(self.filter.exclude_read)
+            .bind(self.filter.exclude_archived)
+            .bind(self.now)
+    }
+}
+
+/// How many dialogs a filter holds besides its pinned peers, without reading the list: the
+/// dialogs its rules take, from the per-owner counts (sql/filter_count_all.sql) and, when it
+/// takes contacts or non-contacts only, one probe per contact; then corrected around its
+/// peers (taken by the rules but pinned or excluded; included though the rules leave them).
+async fn count(pool: &PgPool, r: &Rules<'_>) -> Result<i32, sqlx::Error> {
+    let f = r.filter;
+    let all = || async {
+        let (n,): (i32,) = r
+            .bind(
+                sqlx::query_as(include_str!("../sql/filter_count_all.sql")),
+                &[],
+                (true, true),
+            )
+            .fetch_one(pool)
+            .await?;
+        Ok::<_, sqlx::Error>(n)
+    };
+    let of_contacts = || async {
+        let (n,): (i32,) = r
+            .bind(
+                sqlx::query_as(concat!(
+                    include_str!("../sql/filter_count_contacts.sql"),
+                    include_str!("../sql/filter_rules.sql"),
+                )),
+                r.contacts,
+                (true, false),
+            )
+            .fetch_one(pool)
+            .await?;
+        Ok::<_, sqlx::Error>(n)
+    };
+    let taken = match (f.contacts, f.non_contacts) {
+        (true, true) => all().await?,
+        (true, false) => of_contacts().await?,
+        (false, true) => all().await? - of_contacts().await?,
+        (false, false) => 0,
+    };
+    let (taken_apart, included_besides): (i32, i32) = r
+        .bind(
+            sqlx::query_as(concat!(
+                include_str!("../sql/filter_count_peers.sql"),
+                include_str!("../sql/filter_rules.sql"),
+                include_str!("../sql/filter_count_peers_tail.sql"),
+            )),
+            r.contacts,
+            (f.contacts, f.non_contacts),
+        )
+        .fetch_one(pool)
+        .await?;
+    Ok(taken - taken_apart + included_besides)
 }

@@ -8,17 +8,18 @@ use oxigram_proto::{
         ApplyEventsRequest, ApplyEventsResponse, EditPeerFoldersRequest, GetDialogFiltersRequest,
         GetDialogsRequest, GetNotifySettingsRequest, GetOutboxReadDateRequest,
         GetPeerDialogsRequest, GetPeerSettingsRequest, HidePeerSettingsBarRequest,
-        HidePeerSettingsBarResponse, MarkDialogUnreadRequest, ReadHistoryRequest,
-        ReceivedMessagesRequest, ReorderPinnedDialogsRequest, SaveDraftRequest,
-        ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
-        UpdateNotifySettingsRequest, dialogs_server::Dialogs,
+        MarkDialogUnreadRequest, ReadHistoryRequest, ReceivedMessagesRequest,
+        ReorderPinnedDialogsRequest, SaveDraftRequest, ToggleDialogPinRequest,
+        UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest, UpdateNotifySettingsRequest,
+        dialogs_server::Dialogs,
     },
     dialogs_hash, require_peer,
     types::v1::{
         AffectedMessages, DialogFilters, DialogsPage, DraftMessage, FolderPeer, OutboxReadDate,
         Peer, PeerNotifySettings, PeerSettings, PtsUpdate, ReceivedMessagesResponse,
         UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned, UpdateDialogUnreadMark,
-        UpdateDraftMessage, UpdateFolderPeers, UpdateNotifySettings, UpdatePinnedDialogs, update,
+        UpdateDraftMessage, UpdateFolderPeers, UpdateNotifySettings, UpdatePeerSettingsBarHidden,
+        UpdatePinnedDialogs, update,
     },
 };
 use sqlx::PgPool;
@@ -166,7 +167,9 @@ impl Dialogs for DialogsService {
                 "offsets must not be negative",
             ));
         }
-        let first = r.offset_date == 0 && !r.offset_pinned;
+        // No offset at all: a dialog without a message has date and id 0, so a page may end
+        // on one and the next page's key is its peer alone.
+        let first = r.offset_date == 0 && r.offset_id == 0 && offset_peer == 0 && !r.offset_pinned;
         if r.filter_id != 0 {
             filters::check_id(r.filter_id)?;
             let filter = filters::filters(&self.pool, owner_id)
@@ -216,9 +219,16 @@ impl Dialogs for DialogsService {
         } else {
             (0, r.offset_date, r.offset_id, offset_peer)
         };
-        let dialogs = store::page(&self.pool, owner_id, r.folder_id, after, limit)
-            .await
-            .map_err(Error::from)?;
+        let dialogs = store::page(
+            &self.pool,
+            owner_id,
+            r.folder_id,
+            after,
+            limit,
+            r.include_empty,
+        )
+        .await
+        .map_err(Error::from)?;
         // Counted on the first page only: on later ones it would be most of their cost.
         let count = if first {
             store::folder_count(&self.pool, owner_id, r.folder_id)
@@ -457,14 +467,18 @@ impl Dialogs for DialogsService {
     async fn hide_peer_settings_bar(
         &self,
         request: Request<HidePeerSettingsBarRequest>,
-    ) -> Result<Response<HidePeerSettingsBarResponse>, Status> {
-        let HidePeerSettingsBarRequest { owner_id, request } = request.into_inner();
+    ) -> Result<Response<PtsUpdate>, Status> {
+        let HidePeerSettingsBarRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
         let r = request.unwrap_or_default();
         let peer = require_peer(r.peer.as_ref(), owner_id)?;
-        store::hide_settings_bar(&self.pool, owner_id, peer)
-            .await
-            .map_err(Error::from)?;
-        Ok(Response::new(HidePeerSettingsBarResponse {}))
+        let kind = update::Kind::PeerSettingsBarHidden(UpdatePeerSettingsBarHidden {
+            peer: Some(Peer::user(peer)),
+        });
+        self.log(owner_id, auth_key_id, kind).await
     }
 
     async fn update_dialog_filter(

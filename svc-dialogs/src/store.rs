@@ -32,6 +32,7 @@ pub(crate) struct DialogRow {
     show_previews: Option<bool>,
     silent: Option<bool>,
     draft: Option<Vec<u8>>,
+    settings_bar_hidden: bool,
 }
 
 impl DialogRow {
@@ -76,6 +77,7 @@ impl From<DialogRow> for Dialog {
             draft: r
                 .draft
                 .and_then(|bytes| DraftMessage::decode(bytes.as_slice()).ok()),
+            settings_bar_hidden: r.settings_bar_hidden,
         }
     }
 }
@@ -88,13 +90,15 @@ pub type FolderKey = (i32, i64, i64, i64);
 pub const FIRST_KEY: FolderKey = (i32::MAX, i64::MAX, i64::MAX, i64::MAX);
 
 /// One page of a folder's dialogs after the seek key: pinned first in their order, then
-/// newest first (index dialogs_folder_order).
+/// newest first (index dialogs_folder_order); with `include_empty` also those without a
+/// message.
 pub async fn page(
     pool: &PgPool,
     owner: i64,
     folder: i32,
     after: FolderKey,
     limit: i32,
+    include_empty: bool,
 ) -> Result<Vec<Dialog>, sqlx::Error> {
     let rows: Vec<DialogRow> = sqlx::query_as(include_str!("../sql/page.sql"))
         .bind(owner)
@@ -104,6 +108,7 @@ pub async fn page(
         .bind(after.2)
         .bind(after.3)
         .bind(limit as i64)
+        .bind(include_empty)
         .fetch_all(pool)
         .await?;
     Ok(rows.into_iter().map(Dialog::from).collect())
@@ -247,18 +252,6 @@ pub async fn settings_bar(
         .bind(peer)
         .fetch_optional(pool)
         .await
-}
-
-/// Hides the peer settings bar of a dialog (primary key of dialogs).
-pub async fn hide_settings_bar(pool: &PgPool, owner: i64, peer: i64) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE dialogs SET settings_bar_hidden = true WHERE owner_id = $1 AND peer_user_id = $2",
-    )
-    .bind(owner)
-    .bind(peer)
-    .execute(pool)
-    .await?;
-    Ok(())
 }
 
 /// A dialog as a read counts it, in one snapshot.

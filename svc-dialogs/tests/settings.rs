@@ -1,17 +1,18 @@
 //! svc-dialogs' dialog settings against its own migrated schema: each settings update of a
 //! user's log applied by the projection (pins and their order and limit, folders, the unread
 //! mark and the read that takes it away, notify settings, drafts and the draft-cleared update
-//! a sent message makes, dialog filters and their order), folder pages with pinned dialogs
+//! a sent message makes, the hidden peer settings bar, dialog filters and their order), folder pages with pinned dialogs
 //! first and their count, and the pages of dialog filters by their rules.
 
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::{
-    dialog_rules::MAX_PINNED_DIALOGS,
+    dialog_rules::{MAX_PINNED_DIALOGS, MUTE_FOREVER},
     types::v1::{
         Dialog, DialogFilter, DraftMessage, FolderPeer, Message, Peer, PeerNotifySettings, Update,
         UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned, UpdateDialogUnreadMark,
         UpdateDraftMessage, UpdateFolderPeers, UpdateNewMessage, UpdateNotifySettings,
-        UpdatePinnedDialogs, UpdateReadHistoryInbox, UserEvent, update,
+        UpdatePeerSettingsBarHidden, UpdatePinnedDialogs, UpdateReadHistoryInbox, UserEvent,
+        update,
     },
 };
 use oxigram_testkit::store::{self, Migrated};
@@ -112,7 +113,7 @@ impl Db {
     }
 
     async fn page(&self, folder: i32) -> anyhow::Result<Vec<Dialog>> {
-        Ok(dialogs::page(&self.schema.pool, OWNER, folder, FIRST_KEY, 100).await?)
+        Ok(dialogs::page(&self.schema.pool, OWNER, folder, FIRST_KEY, 100, false).await?)
     }
 
     /// The peers of a folder's first page, and which of them are pinned.
@@ -235,7 +236,7 @@ async fn pages_seek_through_the_pinned_dialogs_then_the_rest() -> anyhow::Result
     let mut seen = Vec::new();
     let mut after = FIRST_KEY;
     loop {
-        let page = dialogs::page(pool, OWNER, 0, after, 1).await?;
+        let page = dialogs::page(pool, OWNER, 0, after, 1, false).await?;
         let Some(last) = page.last() else { break };
         let rank = if last.pinned {
             dialogs::pinned_rank(pool, OWNER, 0, last.peer_user()).await?
@@ -308,6 +309,47 @@ async fn notify_settings_are_kept_per_dialog() -> anyhow::Result<()> {
         PeerNotifySettings::default()
     );
     assert_eq!(db.dialog(14).await?.and_then(|d| d.notify_settings), None);
+    Ok(())
+}
+
+async fn hide_bar(db: &mut Db, peer: i64) -> anyhow::Result<()> {
+    db.apply(update::Kind::PeerSettingsBarHidden(
+        UpdatePeerSettingsBarHidden {
+            peer: Some(Peer::user(peer)),
+        },
+    ))
+    .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_hidden_settings_bar_stays_hidden_also_before_the_first_message() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    let pool = &db.schema.pool;
+    assert_eq!(
+        dialogs::settings_bar(pool, OWNER, 12).await?,
+        Some((true, false, false))
+    );
+    hide_bar(&mut db, 12).await?;
+    // (peer wrote, owner wrote, hidden). A dialog without a message yet keeps it for when one
+    // comes.
+    hide_bar(&mut db, 20).await?;
+    db.message(20, 6, 600, false).await?;
+    let pool = &db.schema.pool;
+    for peer in [12, 20] {
+        assert_eq!(
+            dialogs::settings_bar(pool, OWNER, peer).await?,
+            Some((true, false, true)),
+            "peer {peer}"
+        );
+        assert!(
+            db.dialog(peer)
+                .await?
+                .is_some_and(|d| d.settings_bar_hidden)
+        );
+    }
+    assert!(db.dialog(13).await?.is_some_and(|d| !d.settings_bar_hidden));
     Ok(())
 }
 
@@ -562,6 +604,122 @@ async fn a_filter_lists_its_pinned_peers_then_what_its_rules_take() -> anyhow::R
             assert_eq!(seen, expected, "{name}, pages of {limit}");
             assert_eq!(count as usize, expected.len(), "{name}: count");
         }
+    }
+    Ok(())
+}
+
+/// A small deterministic generator (no seed crate for a test's draws).
+struct Draws(u64);
+
+impl Draws {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+
+    fn peers(&mut self, of: &[i64], n: u64) -> Vec<i64> {
+        let mut picked: Vec<i64> = (0..n)
+            .map(|_| of[self.below(of.len() as u64) as usize])
+            .collect();
+        picked.dedup();
+        picked
+    }
+}
+
+/// The counts kept per owner (folders, and filters of every rule kind, timed mutes ahead and
+/// past included) say what the pages hold, whatever the dialogs' state.
+#[tokio::test]
+async fn counts_kept_per_list_are_what_the_pages_hold() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    let mut d = Draws(0x5eed);
+    let now = chrono::Utc::now().timestamp();
+    let peers: Vec<i64> = (100..140).collect();
+    for (i, peer) in peers.iter().enumerate() {
+        let id = i as i64 + 1;
+        db.message(*peer, id, 1_000 + id, d.below(3) == 0).await?;
+        if d.below(3) == 0 {
+            db.apply(update::Kind::ReadHistoryInbox(UpdateReadHistoryInbox {
+                peer: Some(Peer::user(*peer)),
+                max_id: id,
+                still_unread_count: 0,
+            }))
+            .await?;
+        }
+        let mute_until = [0, now - 600, now + 600, MUTE_FOREVER][d.below(4) as usize];
+        if mute_until != 0 {
+            db.apply(update::Kind::NotifySettings(UpdateNotifySettings {
+                peer: Some(Peer::user(*peer)),
+                settings: Some(PeerNotifySettings {
+                    mute_until,
+                    ..Default::default()
+                }),
+            }))
+            .await?;
+        }
+        if d.below(5) == 0 {
+            db.apply(update::Kind::DialogUnreadMark(UpdateDialogUnreadMark {
+                peer: Some(Peer::user(*peer)),
+                unread: true,
+            }))
+            .await?;
+        }
+        if d.below(4) == 0 {
+            db.apply(update::Kind::FolderPeers(UpdateFolderPeers {
+                folder_peers: vec![FolderPeer {
+                    peer: Some(Peer::user(*peer)),
+                    folder_id: 1,
+                }],
+            }))
+            .await?;
+        }
+    }
+    // A setting of a dialog without a message counts nowhere.
+    db.apply(update::Kind::DialogUnreadMark(UpdateDialogUnreadMark {
+        peer: Some(Peer::user(999)),
+        unread: true,
+    }))
+    .await?;
+    let pool = &db.schema.pool;
+    for folder in [0, 1] {
+        let listed = dialogs::page(pool, OWNER, folder, FIRST_KEY, 100, false).await?;
+        assert_eq!(
+            dialogs::folder_count(pool, OWNER, folder).await? as usize,
+            listed.len(),
+            "folder {folder}"
+        );
+    }
+    for case in 0..60 {
+        let contacts = d.peers(&peers, 15);
+        let (n_pinned, n_included, n_excluded) = (d.below(4), d.below(6), d.below(6));
+        let mut pinned = d.peers(&peers, n_pinned);
+        let mut included = d.peers(&peers, n_included);
+        included.retain(|p| !pinned.contains(p));
+        let excluded: Vec<i64> = d
+            .peers(&peers, n_excluded)
+            .into_iter()
+            .filter(|p| !included.contains(p))
+            .collect();
+        pinned.push(999);
+        let users = |ids: &[i64]| ids.iter().map(|p| Peer::user(*p)).collect::<Vec<_>>();
+        let categories = d.below(4);
+        let f = DialogFilter {
+            id: 2,
+            title: "drawn".into(),
+            contacts: categories & 1 != 0 || (categories == 0 && included.is_empty()),
+            non_contacts: categories & 2 != 0,
+            exclude_muted: d.below(2) == 0,
+            exclude_read: d.below(2) == 0,
+            exclude_archived: d.below(2) == 0,
+            pinned_peers: users(&pinned),
+            include_peers: users(&included),
+            exclude_peers: users(&excluded),
+            ..Default::default()
+        };
+        let (seen, count) = filter_pages(&db, &f, &contacts, 7).await?;
+        assert_eq!(count as usize, seen.len(), "case {case}: {f:?}");
     }
     Ok(())
 }

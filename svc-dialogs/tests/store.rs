@@ -153,18 +153,20 @@ type Top = (i64, i64, i64, i32);
 
 /// (peer, top message id, top message date, unread count) of each dialog on a page.
 async fn tops(db: &Db, owner: i64) -> anyhow::Result<Vec<(i64, i64, i64, i32)>> {
-    Ok(dialogs::page(&db.schema.pool, owner, 0, FIRST_PAGE, 100)
-        .await?
-        .into_iter()
-        .map(|d| {
-            (
-                d.peer_user(),
-                d.top_message_id,
-                d.top_message_date,
-                d.unread_count,
-            )
-        })
-        .collect())
+    Ok(
+        dialogs::page(&db.schema.pool, owner, 0, FIRST_PAGE, 100, false)
+            .await?
+            .into_iter()
+            .map(|d| {
+                (
+                    d.peer_user(),
+                    d.top_message_id,
+                    d.top_message_date,
+                    d.unread_count,
+                )
+            })
+            .collect(),
+    )
 }
 
 /// (read inbox, read outbox, delivered outbox) watermarks of a dialog.
@@ -328,7 +330,7 @@ async fn pages_seek_newest_first_by_date_id_and_peer() -> anyhow::Result<()> {
     let mut seen = Vec::new();
     let mut after = FIRST_PAGE;
     loop {
-        let page = dialogs::page(pool, 1, 0, after, 2).await?;
+        let page = dialogs::page(pool, 1, 0, after, 2, false).await?;
         assert!(page.len() <= 2);
         let Some(last) = page.last() else { break };
         after = (
@@ -341,7 +343,11 @@ async fn pages_seek_newest_first_by_date_id_and_peer() -> anyhow::Result<()> {
     }
     assert_eq!(seen, vec![14, 13, 12, 11, 10]);
     // Another owner sees none of them.
-    assert!(dialogs::page(pool, 2, 0, FIRST_PAGE, 10).await?.is_empty());
+    assert!(
+        dialogs::page(pool, 2, 0, FIRST_PAGE, 10, false)
+            .await?
+            .is_empty()
+    );
     Ok(())
 }
 

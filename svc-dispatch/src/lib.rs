@@ -35,7 +35,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
     let pool = start.pool.clone();
     let outbox = Outbox::new(pool.clone(), SCHEMA, startup::relay_config(&config.outbox));
     let routes = RouteLookup::new(
-        RedisHandle::new(config.redis_url()?)?,
+        RedisHandle::new(config.redis_url()?, (&config.redis).into(), "dispatch")?,
         &config.redis_key_prefix,
     );
     let to_gateways = Arc::new(outbound::ToGateways::new(routes, config.rpc_timeout()));

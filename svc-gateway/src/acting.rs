@@ -74,7 +74,7 @@ acting! {
     dialogs::GetNotifySettingsRequest { owner_id } = types::GetNotifySettingsRequest;
     dialogs::SaveDraftRequest { owner_id, auth_key_id } = types::SaveDraftRequest;
     dialogs::GetPeerSettingsRequest { owner_id } = types::GetPeerSettingsRequest;
-    dialogs::HidePeerSettingsBarRequest { owner_id } = types::HidePeerSettingsBarRequest;
+    dialogs::HidePeerSettingsBarRequest { owner_id, auth_key_id } = types::HidePeerSettingsBarRequest;
     dialogs::UpdateDialogFilterRequest { owner_id, auth_key_id } = types::UpdateDialogFilterRequest;
     dialogs::UpdateDialogFiltersOrderRequest { owner_id, auth_key_id } = types::UpdateDialogFiltersOrderRequest;
     dialogs::ReadHistoryRequest { owner_id, auth_key_id } = types::ReadHistoryRequest;

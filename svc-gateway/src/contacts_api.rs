@@ -120,11 +120,10 @@ impl Contacts for ContactsApi {
         if r.offset_user_id < 0 {
             return Err(status(ErrorCode::OffsetInvalid, "offset_user_id below 0"));
         }
-        let (count, version) = people::contacts_summary(&self.0.pool, me.user_id)
+        let summary = people::contacts_summary(&self.0.pool, me.user_id)
             .await
             .map_err(Error::from)?;
-        // Never 0, which a client sends when it has no list.
-        let hash = version + 1;
+        let (count, hash) = (summary.count, summary.hash());
         if r.hash == hash {
             return Ok(Response::new(ContactList {
                 users: vec![],

@@ -8,11 +8,10 @@ use oxigram_proto::{
     api::v1::{
         DialogFilters, DialogsSlice, EditPeerFoldersRequest, GetDialogFiltersRequest,
         GetDialogsRequest, GetMessagesRequest, GetNotifySettingsRequest, GetPeerDialogsRequest,
-        GetPeerSettingsRequest, HidePeerSettingsBarRequest, HidePeerSettingsBarResponse,
-        MarkDialogUnreadRequest, PeerNotifySettings, PeerSettings, PtsUpdate,
-        ReorderPinnedDialogsRequest, SaveDraftRequest, ToggleDialogPinRequest,
-        UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest, UpdateNotifySettingsRequest,
-        dialogs_server::Dialogs,
+        GetPeerSettingsRequest, HidePeerSettingsBarRequest, MarkDialogUnreadRequest,
+        PeerNotifySettings, PeerSettings, PtsUpdate, ReorderPinnedDialogsRequest, SaveDraftRequest,
+        ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
+        UpdateNotifySettingsRequest, dialogs_server::Dialogs,
     },
     dialogs::v1 as dialogs_svc,
     types::v1::DialogsPage,
@@ -22,6 +21,7 @@ use tonic::{Request, Response, Status};
 use crate::{
     Gateway,
     acting::{self, Acting},
+    people,
 };
 
 pub struct DialogsApi(pub Arc<Gateway>);
@@ -206,26 +206,35 @@ impl Dialogs for DialogsApi {
         &self,
         request: Request<GetPeerSettingsRequest>,
     ) -> Result<Response<PeerSettings>, Status> {
-        peer_setting!(
-            self,
-            request,
-            dialogs_svc::GetPeerSettingsRequest,
-            get_peer_settings
-        )
+        let (me, request) = self.0.signed_in(request).await?;
+        let peer = self
+            .0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
+        let request = dialogs_svc::GetPeerSettingsRequest::acting(me, request);
+        let settings = self.0.dialogs.clone().get_peer_settings(request).await;
+        let mut settings = settings.map_err(forward)?.into_inner();
+        // svc-dialogs knows who wrote, the gateway the owner's contacts: one kept already is
+        // not offered again.
+        if settings.add_contact {
+            let kept = people::kept_of(&self.0.pool, me.user_id, &[peer])
+                .await
+                .map_err(Error::from)?;
+            settings.add_contact = kept.is_empty();
+        }
+        Ok(Response::new(settings))
     }
 
     async fn hide_peer_settings_bar(
         &self,
         request: Request<HidePeerSettingsBarRequest>,
-    ) -> Result<Response<HidePeerSettingsBarResponse>, Status> {
-        let (me, request) = self.0.signed_in(request).await?;
-        self.0
-            .existing_peer(me.user_id, request.peer.as_ref())
-            .await?;
-        let request = dialogs_svc::HidePeerSettingsBarRequest::acting(me, request);
-        let hidden = self.0.dialogs.clone().hide_peer_settings_bar(request).await;
-        hidden.map_err(forward)?;
-        Ok(Response::new(HidePeerSettingsBarResponse {}))
+    ) -> Result<Response<PtsUpdate>, Status> {
+        peer_setting!(
+            self,
+            request,
+            dialogs_svc::HidePeerSettingsBarRequest,
+            hide_peer_settings_bar
+        )
     }
 
     async fn update_dialog_filter(

@@ -111,6 +111,7 @@ impl Hub {
         let kind = match &event.kind {
             Some(transient_event::Kind::UserTyping(t)) => stream_event::Kind::UserTyping(*t),
             Some(transient_event::Kind::UserStatus(s)) => stream_event::Kind::UserStatus(*s),
+            Some(transient_event::Kind::User(u)) => stream_event::Kind::User(u.clone()),
             None => return 0,
         };
         let Ok(devices) = self.devices.lock() else {
@@ -172,7 +173,7 @@ impl Hub {
         let Some(list) = devices.get_mut(&job.user_id) else {
             return 0;
         };
-        let mut delivered = 0;
+        let (mut delivered, mut lagged, mut closed) = (0, 0, 0);
         list.retain(|d| {
             if d.auth_key_id == job.origin_auth_key_id {
                 return true;
@@ -184,11 +185,18 @@ impl Hub {
                 }
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     d.lagged.store(true, Ordering::Relaxed);
+                    lagged += 1;
                     false
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    closed += 1;
+                    false
+                }
             }
         });
+        crate::metrics::pushes("delivered", delivered as u64);
+        crate::metrics::pushes("lagged", lagged);
+        crate::metrics::pushes("closed", closed);
         delivered
     }
 }

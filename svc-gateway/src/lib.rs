@@ -17,6 +17,7 @@ mod hub;
 pub mod last_seen;
 mod media_api;
 mod messages_api;
+mod metrics;
 pub mod mtproto;
 mod outbound;
 mod own_updates;
@@ -24,6 +25,7 @@ pub mod people;
 mod presence;
 pub mod privacy;
 pub mod profile;
+mod profile_push;
 mod rate_limit;
 pub mod status;
 mod transient;
@@ -108,7 +110,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         media,
     } = outbound::Outbound::connect(&config)?;
     let hub = Arc::new(hub::Hub::default());
-    let redis = RedisHandle::new(config.redis_url()?)?;
+    let redis = RedisHandle::new(config.redis_url()?, (&config.redis).into(), "gateway")?;
     let outbox = Outbox::new(
         start.pool.clone(),
         SCHEMA,
@@ -133,6 +135,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         route_lookup,
         start.pool.clone(),
         dialogs.clone(),
+        messages.clone(),
         transient.clone(),
         &config.gateway,
     );

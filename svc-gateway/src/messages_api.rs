@@ -109,9 +109,9 @@ impl Gateway {
     }
 }
 
-#[tonic::async_trait]
-impl Messages for MessagesApi {
-    async fn send_message(
+impl MessagesApi {
+    /// SendMessage itself; the trait's method counts and times it.
+    async fn send(
         &self,
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
@@ -125,6 +125,19 @@ impl Messages for MessagesApi {
         let request = messages_svc::SendMessageRequest::acting(me, request);
         let sent = self.0.messages.clone().send_message(request).await;
         sent.map_err(forward)
+    }
+}
+
+#[tonic::async_trait]
+impl Messages for MessagesApi {
+    async fn send_message(
+        &self,
+        request: Request<SendMessageRequest>,
+    ) -> Result<Response<SendMessageResponse>, Status> {
+        let started = std::time::Instant::now();
+        let answer = self.send(request).await;
+        crate::metrics::send(&answer, started.elapsed());
+        answer
     }
 
     async fn forward_messages(

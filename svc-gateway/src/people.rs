@@ -256,16 +256,66 @@ pub async fn contact_ids(pool: &PgPool, owner: i64) -> Result<Vec<i64>, sqlx::Er
         .await
 }
 
-/// How many contacts `owner` has, and the version of her list (primary keys of users and of
-/// contacts: the count reads her range of the key).
-pub async fn contacts_summary(pool: &PgPool, owner: i64) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query_as(
-        "SELECT (SELECT count(*) FROM contacts WHERE owner_id = $1), \
-         coalesce((SELECT contacts_version FROM users WHERE id = $1), 0)",
-    )
-    .bind(owner)
-    .fetch_one(pool)
-    .await
+/// What GetContacts' count and hash rest on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct ContactsSummary {
+    /// How many contacts she has.
+    pub count: i64,
+    /// Moves on every change of her list (a contact added, renamed or deleted).
+    pub version: i64,
+    /// A digest of her contacts' own profiles: moves when one of them changes his.
+    pub profiles: i64,
+}
+
+impl ContactsSummary {
+    /// GetContacts' hash: any change of the list or of a contact's profile changes it; never
+    /// 0, which a client sends when it holds no list.
+    pub fn hash(&self) -> i64 {
+        match self.version.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64) ^ self.profiles {
+            0 => 1,
+            h => h,
+        }
+    }
+}
+
+/// How many contacts `owner` has, the version of her list and a digest of her contacts'
+/// profiles (primary keys of contacts, her range, and of users).
+pub async fn contacts_summary(pool: &PgPool, owner: i64) -> Result<ContactsSummary, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/contacts_summary.sql"))
+        .bind(owner)
+        .fetch_one(pool)
+        .await
+}
+
+/// Who keeps `user_id` as a contact, at most `limit` of them (index contacts_by_contact).
+pub async fn keepers_of(pool: &PgPool, user_id: i64, limit: i64) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT owner_id FROM contacts WHERE contact_user_id = $1 LIMIT $2")
+        .bind(user_id)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+}
+
+/// One user as one viewer finds her (`FoundProfile`), with the viewer.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct FoundBy {
+    pub viewer_id: i64,
+    #[sqlx(flatten)]
+    pub found: FoundProfile,
+}
+
+/// The user `user_id` as each of `viewers` finds her (primary keys of users and contacts);
+/// none when she does not exist.
+pub async fn profile_for_viewers(
+    pool: &PgPool,
+    user_id: i64,
+    viewers: &[i64],
+) -> Result<Vec<FoundBy>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/profile_for_viewers.sql"))
+        .bind(user_id)
+        .bind(viewers)
+        .fetch_all(pool)
+        .await
 }
 
 /// Which of `users` `owner_id` keeps as contacts (primary key of contacts).

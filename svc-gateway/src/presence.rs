@@ -7,7 +7,8 @@
 //! she went offline (`last_seen`).
 //!
 //! Changes are announced to the users who have a dialog with her (svc-dialogs' list, cached),
-//! those online only, as a transient event each, with the status each may see. Announcements
+//! those online only and never one she blocked (svc-messages' blocks, read at each
+//! announcement), as a transient event each, with the status each may see. Announcements
 //! are coalesced per user: at most one per `COALESCE` on an instance, carrying the presence
 //! as it is when it goes out, and only when it differs from the last one announced. A stream
 //! that closes is announced after `offline_grace_ms`, so a device that reconnects at once
@@ -23,6 +24,7 @@ use oxigram_kit::{GrpcChannel, config::GatewayConfig};
 use oxigram_proto::{
     dialogs::v1::{GetDialogsRequest, dialogs_client::DialogsClient},
     gateway::v1::{TransientEvent, transient_event},
+    messages::v1::{BlockedAmongRequest, messages_client::MessagesClient},
     types::v1::{self as types, UpdateUserStatus},
 };
 use oxigram_routes::{RedisHandle, RouteLookup};
@@ -30,7 +32,7 @@ use sqlx::PgPool;
 
 use crate::{
     last_seen, people,
-    privacy::{Key, Relation, sees_exact_last_seen},
+    privacy::{Key, Relation, Sight, sees_exact_last_seen},
     status::{self, Presence},
     transient::{Transient, now_ms},
 };
@@ -42,6 +44,8 @@ pub const COALESCE: Duration = Duration::from_secs(3);
 const PEERS_TTL: Duration = Duration::from_secs(30);
 /// The most dialog peers an announcement reaches (the most recent dialogs).
 pub const MAX_ANNOUNCED_PEERS: usize = 10_000;
+/// Peers asked about per BlockedAmong call (svc-messages' most ids).
+const BLOCKS_CHUNK: usize = 1000;
 const DIALOGS_PAGE: i32 = 100;
 /// How long Redis keeps a user's presence hash after its last write.
 const PRESENCE_TTL_SECS: i64 = 35 * 24 * 60 * 60;
@@ -101,6 +105,11 @@ fn presence_of(
     }
 }
 
+/// The sight of a peer she did not block.
+fn sight(exact: bool) -> Sight {
+    if exact { Sight::Exact } else { Sight::Bucket }
+}
+
 /// Presence tracking and announcements of one gateway instance.
 pub struct PresenceTracker {
     redis: RedisHandle,
@@ -108,6 +117,7 @@ pub struct PresenceTracker {
     routes: RouteLookup,
     pool: PgPool,
     dialogs: DialogsClient<GrpcChannel>,
+    messages: MessagesClient<GrpcChannel>,
     transient: Arc<Transient>,
     grace: Duration,
     call_window: Duration,
@@ -127,6 +137,7 @@ impl PresenceTracker {
         routes: RouteLookup,
         pool: PgPool,
         dialogs: DialogsClient<GrpcChannel>,
+        messages: MessagesClient<GrpcChannel>,
         transient: Arc<Transient>,
         config: &GatewayConfig,
     ) -> Arc<Self> {
@@ -136,6 +147,7 @@ impl PresenceTracker {
             routes,
             pool,
             dialogs,
+            messages,
             transient,
             grace: Duration::from_millis(config.offline_grace_ms),
             call_window: Duration::from_secs(config.online_after_call_secs.max(1)),
@@ -364,8 +376,9 @@ impl PresenceTracker {
     }
 
     /// Which of `viewers` see `owner`'s exact last seen: her LAST_SEEN rule and whom she keeps
-    /// as contacts (the same rule `Gateway::exact_last_seen_of` applies to one viewer). None
-    /// when the rule cannot be read: the approximate status gives nothing away.
+    /// as contacts (the rule `Gateway::last_seen_sights` applies; the viewers she blocked are
+    /// left out before). None when the rule cannot be read: the approximate status gives
+    /// nothing away.
     async fn exact_last_seen_for(&self, owner: i64, viewers: &[i64]) -> HashSet<i64> {
         let rules = people::privacy_rules(&self.pool, &[owner], &[Key::LastSeen]).await;
         let kept = people::kept_of(&self.pool, owner, viewers).await;
@@ -391,8 +404,27 @@ impl PresenceTracker {
             .collect()
     }
 
-    /// Pushes the user's presence to the online users who have a dialog with her, each with
-    /// the status her last-seen rule lets them see; returns how many were offered it.
+    /// Which of `users` `owner` blocked, from svc-messages.
+    pub(crate) async fn blocked_among(
+        &self,
+        owner: i64,
+        users: &[i64],
+    ) -> anyhow::Result<HashSet<i64>> {
+        let mut blocked = HashSet::new();
+        for chunk in users.chunks(BLOCKS_CHUNK) {
+            let request = BlockedAmongRequest {
+                owner_id: owner,
+                user_ids: chunk.to_vec(),
+            };
+            let found = self.messages.clone().blocked_among(request).await?;
+            blocked.extend(found.into_inner().user_ids);
+        }
+        Ok(blocked)
+    }
+
+    /// Pushes the user's presence to the online users who have a dialog with her, but none
+    /// she blocked, each with the status her last-seen rule lets them see; returns how many
+    /// were offered it.
     pub async fn announce(&self, user_id: i64, presence: Presence) -> usize {
         let peers = match self.dialog_peers(user_id).await {
             Ok(peers) => peers,
@@ -401,17 +433,30 @@ impl PresenceTracker {
                 return 0;
             }
         };
-        let exact_for = self.exact_last_seen_for(user_id, &peers).await;
-        let (now, made_at_ms) = (now_ms() / 1000, now_ms());
-        let events: Vec<TransientEvent> = peers
+        // Unknown blocks announce nothing: a bucket could tell a blocked peer more than she
+        // may know.
+        let blocked = match self.blocked_among(user_id, &peers).await {
+            Ok(blocked) => blocked,
+            Err(err) => {
+                tracing::debug!(user_id, error = %err, "presence not announced: blocks unread");
+                return 0;
+            }
+        };
+        let listeners: Vec<i64> = peers
             .iter()
-            .filter(|peer| **peer != user_id)
+            .copied()
+            .filter(|peer| *peer != user_id && !blocked.contains(peer))
+            .collect();
+        let exact_for = self.exact_last_seen_for(user_id, &listeners).await;
+        let (now, made_at_ms) = (now_ms() / 1000, now_ms());
+        let events: Vec<TransientEvent> = listeners
+            .iter()
             .map(|peer| TransientEvent {
                 user_id: *peer,
                 made_at_ms,
                 kind: Some(transient_event::Kind::UserStatus(UpdateUserStatus {
                     user_id,
-                    status: status::project(presence, exact_for.contains(peer), now),
+                    status: status::project(presence, sight(exact_for.contains(peer)), now),
                 })),
             })
             .collect();
@@ -422,7 +467,7 @@ impl PresenceTracker {
 
     /// The peers of the user's dialogs, most recent first (at most `MAX_ANNOUNCED_PEERS`),
     /// from svc-dialogs, kept for `PEERS_TTL`.
-    async fn dialog_peers(&self, user_id: i64) -> anyhow::Result<Arc<Vec<i64>>> {
+    pub(crate) async fn dialog_peers(&self, user_id: i64) -> anyhow::Result<Arc<Vec<i64>>> {
         if let Ok(peers) = self.peers.lock()
             && let Some((list, at)) = peers.get(&user_id)
             && at.elapsed() < PEERS_TTL

@@ -199,6 +199,32 @@ pub fn sees_exact_last_seen(owner_rule: &Rule, relation: &Relation) -> bool {
     owner_rule.allows(relation)
 }
 
+/// How much of the owner's presence a viewer sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sight {
+    /// Online until, or offline since, the exact time.
+    Exact,
+    /// Only a bucket of when she was last online (recently, within a week, within a month).
+    Bucket,
+    /// Nothing, whenever she was online: she blocked the viewer, who sees her "last seen a
+    /// long time ago", as Telegram shows a blocked user.
+    Nothing,
+}
+
+/// The viewer's sight of the owner's presence under her last-seen rule: a viewer she blocked
+/// sees nothing, whatever the rule and its exceptions say.
+pub fn last_seen_sight(owner_rule: &Rule, relation: &Relation) -> Sight {
+    if relation.is_owner() {
+        Sight::Exact
+    } else if relation.blocked_by_owner {
+        Sight::Nothing
+    } else if sees_exact_last_seen(owner_rule, relation) {
+        Sight::Exact
+    } else {
+        Sight::Bucket
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +278,37 @@ mod tests {
                 "{value:?} allow {allow:?} deny {deny:?} contact {contact} blocked {blocked}"
             );
         }
+    }
+
+    #[test]
+    fn a_blocked_viewer_sees_nothing_of_her_presence() {
+        use Value::*;
+        // (value, allow, contact, blocked, sight)
+        let cases: &[(Value, &[i64], bool, bool, Sight)] = &[
+            (Everybody, &[], false, false, Sight::Exact),
+            (Everybody, &[], true, true, Sight::Nothing),
+            (Contacts, &[], false, false, Sight::Bucket),
+            (Contacts, &[], true, true, Sight::Nothing),
+            (Nobody, &[], true, false, Sight::Bucket),
+            (Nobody, &[VIEWER], false, true, Sight::Nothing),
+        ];
+        for &(value, allow, contact, blocked, sight) in cases {
+            assert_eq!(
+                last_seen_sight(&rule(value, allow, &[]), &relation(contact, blocked)),
+                sight,
+                "{value:?} allow {allow:?} contact {contact} blocked {blocked}"
+            );
+        }
+        let me = Relation {
+            viewer_id: OWNER,
+            owner_id: OWNER,
+            in_owner_contacts: false,
+            blocked_by_owner: false,
+        };
+        assert_eq!(
+            last_seen_sight(&rule(Nobody, &[], &[OWNER]), &me),
+            Sight::Exact
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ const WINDOW_SECS: u64 = 60;
 /// One limit: `per_window` units a user may spend per window.
 pub struct Limiter {
     redis: RedisHandle,
+    /// The limit's name (`send`, `lookup`), its metrics' `rule`.
+    rule: String,
     /// The Redis key prefix of this limit's counters.
     prefix: String,
     per_window: u32,
@@ -29,6 +31,7 @@ impl Limiter {
     pub fn new(redis: RedisHandle, prefix: &str, name: &str, per_window: u32) -> Self {
         Self {
             redis,
+            rule: name.to_owned(),
             prefix: format!("{prefix}ratelimit:{name}:"),
             per_window,
             local: Mutex::new((0, HashMap::new())),
@@ -49,18 +52,17 @@ impl Limiter {
             .unwrap_or_default();
         let window = now / WINDOW_SECS;
         let wait = (WINDOW_SECS - now % WINDOW_SECS) as u32;
-        let count = match self.count_in_redis(user_id, window, units).await {
-            Ok(count) => count,
+        let (count, decided) = match self.count_in_redis(user_id, window, units).await {
+            Ok(count) => (count, "redis"),
             Err(err) => {
-                tracing::warn!(error = %err, "rate limit falls back to this instance's counter");
-                self.count_locally(user_id, window, units)
+                tracing::debug!(error = %err, "rate limit falls back to this instance's counter");
+                (self.count_locally(user_id, window, units), "degraded")
             }
         };
-        if count > self.per_window as u64 {
-            Err(wait.max(1))
-        } else {
-            Ok(())
-        }
+        crate::metrics::rate_limit_degraded(decided == "degraded");
+        let refused = count > self.per_window as u64;
+        crate::metrics::rate_limit_check(&self.rule, decided, refused);
+        if refused { Err(wait.max(1)) } else { Ok(()) }
     }
 
     async fn count_in_redis(
@@ -70,14 +72,12 @@ impl Limiter {
         units: u32,
     ) -> redis::RedisResult<u64> {
         let key = format!("{}{user_id}:{window}", self.prefix);
-        let mut conn = self.redis.connection();
-        let (count,): (u64,) = redis::pipe()
-            .atomic()
+        let mut pipe = redis::pipe();
+        pipe.atomic()
             .incr(&key, units)
             .expire(&key, (WINDOW_SECS * 2) as i64)
-            .ignore()
-            .query_async(&mut conn)
-            .await?;
+            .ignore();
+        let (count,): (u64,) = self.redis.query(&pipe).await?;
         Ok(count)
     }
 

@@ -2,14 +2,14 @@
 //! user's status. Exact (online until a time, offline since a time) when the user's last-seen
 //! rule lets the viewer see it; otherwise a bucket of how long ago she was last online, as
 //! Telegram shows it: recently (online now included), within a week, within a month, or
-//! nothing at all (longer ago, or never seen).
+//! nothing at all (longer ago, never seen, or she blocked the viewer).
 
 use oxigram_proto::types::v1::{
     User, UserStatus, UserStatusLastMonth, UserStatusLastWeek, UserStatusOffline, UserStatusOnline,
     UserStatusRecently, user_status,
 };
 
-use crate::{Gateway, transient::now_ms};
+use crate::{Gateway, privacy::Sight, transient::now_ms};
 
 const DAY: i64 = 24 * 60 * 60;
 /// Last online within this long ago shows as "recently" to a viewer who may not see the time.
@@ -28,19 +28,21 @@ pub enum Presence {
     Unknown,
 }
 
-/// The status `viewer` sees of a user whose presence is `presence` at `now`; `exact_visible`
-/// is the user's last-seen rule applied to that viewer.
-pub fn project(presence: Presence, exact_visible: bool, now: i64) -> Option<UserStatus> {
-    let kind = match (presence, exact_visible) {
-        (Presence::Unknown, _) => return None,
-        (Presence::Online { expires }, true) => {
+/// The status a viewer sees of a user whose presence is `presence` at `now`; `sight` is the
+/// user's last-seen rule applied to that viewer (`privacy::last_seen_sight`).
+pub fn project(presence: Presence, sight: Sight, now: i64) -> Option<UserStatus> {
+    let kind = match (presence, sight) {
+        (Presence::Unknown, _) | (_, Sight::Nothing) => return None,
+        (Presence::Online { expires }, Sight::Exact) => {
             user_status::Kind::Online(UserStatusOnline { expires })
         }
-        (Presence::Offline { was_online }, true) => {
+        (Presence::Offline { was_online }, Sight::Exact) => {
             user_status::Kind::Offline(UserStatusOffline { was_online })
         }
-        (Presence::Online { .. }, false) => user_status::Kind::Recently(UserStatusRecently {}),
-        (Presence::Offline { was_online }, false) => {
+        (Presence::Online { .. }, Sight::Bucket) => {
+            user_status::Kind::Recently(UserStatusRecently {})
+        }
+        (Presence::Offline { was_online }, Sight::Bucket) => {
             let ago = now - was_online;
             if ago <= RECENTLY {
                 user_status::Kind::Recently(UserStatusRecently {})
@@ -68,20 +70,19 @@ impl Gateway {
                 return;
             }
         };
-        // Her LAST_SEEN rule decides who sees the exact time; when it cannot be read, nobody
-        // does (the approximate status gives nothing away).
-        let exact_for = match self.exact_last_seen_of(viewer, &ids).await {
-            Ok(owners) => owners,
+        // Her LAST_SEEN rule and her blocks decide what each viewer sees; when they cannot be
+        // read, the users go without a status (a bucket could tell a blocked viewer more).
+        let sights = match self.last_seen_sights(viewer, &ids).await {
+            Ok(sights) => sights,
             Err(err) => {
-                tracing::debug!(error = %err, "statuses answered approximately");
-                Default::default()
+                tracing::debug!(error = %err, "users answered without statuses");
+                return;
             }
         };
         let now = now_ms() / 1000;
         for user in users {
-            if let Some(presence) = presences.get(&user.id) {
-                let exact = user.id == viewer || exact_for.contains(&user.id);
-                user.status = project(*presence, exact, now);
+            if let (Some(presence), Some(sight)) = (presences.get(&user.id), sights.get(&user.id)) {
+                user.status = project(*presence, *sight, now);
             }
         }
     }
@@ -119,30 +120,35 @@ mod tests {
             was_online: now - secs,
         };
         let online = Presence::Online { expires: now + 60 };
+        let (exact, bucket, blocked) = (Sight::Exact, Sight::Bucket, Sight::Nothing);
         let table = [
-            (Presence::Unknown, true, Seen::Nothing),
-            (Presence::Unknown, false, Seen::Nothing),
-            (online, true, Seen::Online(now + 60)),
-            (online, false, Seen::Recently),
-            (ago(0), true, Seen::Offline(now)),
-            (ago(400 * DAY), true, Seen::Offline(now - 400 * DAY)),
-            (ago(0), false, Seen::Recently),
-            (ago(60), false, Seen::Recently),
-            (ago(RECENTLY), false, Seen::Recently),
-            (ago(RECENTLY + 1), false, Seen::LastWeek),
-            (ago(LAST_WEEK), false, Seen::LastWeek),
-            (ago(LAST_WEEK + 1), false, Seen::LastMonth),
-            (ago(LAST_MONTH), false, Seen::LastMonth),
-            (ago(LAST_MONTH + 1), false, Seen::Nothing),
-            (ago(400 * DAY), false, Seen::Nothing),
+            (Presence::Unknown, exact, Seen::Nothing),
+            (Presence::Unknown, bucket, Seen::Nothing),
+            (online, exact, Seen::Online(now + 60)),
+            (online, bucket, Seen::Recently),
+            (ago(0), exact, Seen::Offline(now)),
+            (ago(400 * DAY), exact, Seen::Offline(now - 400 * DAY)),
+            (ago(0), bucket, Seen::Recently),
+            (ago(60), bucket, Seen::Recently),
+            (ago(RECENTLY), bucket, Seen::Recently),
+            (ago(RECENTLY + 1), bucket, Seen::LastWeek),
+            (ago(LAST_WEEK), bucket, Seen::LastWeek),
+            (ago(LAST_WEEK + 1), bucket, Seen::LastMonth),
+            (ago(LAST_MONTH), bucket, Seen::LastMonth),
+            (ago(LAST_MONTH + 1), bucket, Seen::Nothing),
+            (ago(400 * DAY), bucket, Seen::Nothing),
             // A clock a little ahead of the viewer's now.
-            (ago(-5), false, Seen::Recently),
+            (ago(-5), bucket, Seen::Recently),
+            // Whom she blocked sees "a long time ago", online or not.
+            (online, blocked, Seen::Nothing),
+            (ago(0), blocked, Seen::Nothing),
+            (ago(LAST_WEEK), blocked, Seen::Nothing),
         ];
-        for (presence, exact, expected) in table {
+        for (presence, sight, expected) in table {
             assert_eq!(
-                seen(project(presence, exact, now)),
+                seen(project(presence, sight, now)),
                 expected,
-                "{presence:?} exact={exact}"
+                "{presence:?} {sight:?}"
             );
         }
     }

@@ -86,7 +86,7 @@ impl Transient {
             instances.sort_unstable();
             instances.dedup();
             for instance in instances {
-                by_instance.entry(instance).or_default().push(event);
+                by_instance.entry(instance).or_default().push(event.clone());
             }
         }
         let asked = by_instance.len();

@@ -124,6 +124,7 @@ impl Updates for UpdatesApi {
     ) -> Result<Response<Difference>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
         let mut difference = self.0.difference(me.user_id, request).await?;
+        crate::metrics::difference(difference.updates.len());
         difference.users = self
             .0
             .users_of(me.user_id, &difference.new_messages, &[])
@@ -201,8 +202,10 @@ impl Updates for UpdatesApi {
         }
         let (out, out_rx) = mpsc::channel::<Result<StreamEvent, Status>>(64);
         gateway.presence.stream_opened(user_id);
+        let open = crate::metrics::stream_opened();
         tokio::spawn(async move {
             run_stream(&gateway, user_id, from_pts, attached, &out).await;
+            drop(open);
             let last = gateway.hub.detach(user_id, route.auth_key_id, epoch);
             if let Err(err) = gateway.routes.unregister(user_id, &route).await {
                 tracing::warn!(error = %err, "cannot remove the device route; it will expire");

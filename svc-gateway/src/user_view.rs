@@ -4,7 +4,7 @@
 //! only where the owner's rules let this viewer see them, the viewer's own names for her
 //! contacts, and the contact flags.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use oxigram_errors::{Error, forward};
 use oxigram_proto::{messages::v1 as messages_svc, types::v1::User};
@@ -13,11 +13,11 @@ use tonic::Status;
 use crate::{
     Gateway,
     people::{self, FoundProfile, Rules},
-    privacy::{Key, Relation, Rule, sees_exact_last_seen},
+    privacy::{Key, Relation, Rule, Sight, last_seen_sight},
 };
 
 /// The keys the view reads.
-const VIEW_KEYS: [Key; 2] = [Key::PhoneNumber, Key::ProfilePhoto];
+pub(crate) const VIEW_KEYS: [Key; 2] = [Key::PhoneNumber, Key::ProfilePhoto];
 
 /// How `viewer` sees the user she found as `found`, under the user's `rules`, when that user
 /// blocked her (`blocked_by_owner`) or not. The owner sees all of herself.
@@ -108,16 +108,22 @@ impl Gateway {
         Ok(self.users_for(viewer, &[id]).await?.pop())
     }
 
-    /// Which of `owners` show `viewer` their exact last-seen time (each owner's LAST_SEEN
-    /// rule, whether she keeps the viewer as a contact, whether she blocked her); the others
-    /// show only an approximate one. The viewer always sees her own.
-    pub async fn exact_last_seen_of(
+    /// How much of each of `owners`' presence `viewer` sees (each owner's LAST_SEEN rule,
+    /// whether she keeps the viewer as a contact, whether she blocked her). The viewer always
+    /// sees her own exactly.
+    pub async fn last_seen_sights(
         &self,
         viewer: i64,
         owners: &[i64],
-    ) -> Result<HashSet<i64>, Status> {
-        self.decided_by(viewer, owners, Key::LastSeen, sees_exact_last_seen)
-            .await
+    ) -> Result<HashMap<i64, Sight>, Status> {
+        let (rules, relations) = self.relations(viewer, owners, Key::LastSeen).await?;
+        Ok(relations
+            .iter()
+            .map(|r| {
+                let sight = last_seen_sight(&rules.of(r.owner_id, Key::LastSeen), r);
+                (r.owner_id, sight)
+            })
+            .collect())
     }
 
     /// Which of `owners` let `viewer` find them by phone (ResolvePhone, ImportContacts).
@@ -139,6 +145,21 @@ impl Gateway {
         key: Key,
         decide: fn(&Rule, &Relation) -> bool,
     ) -> Result<HashSet<i64>, Status> {
+        let (rules, relations) = self.relations(viewer, owners, key).await?;
+        Ok(relations
+            .iter()
+            .filter(|r| decide(&rules.of(r.owner_id, key), r))
+            .map(|r| r.owner_id)
+            .collect())
+    }
+
+    /// Each of `owners`' `key` rules, and how `viewer` stands to each owner.
+    async fn relations(
+        &self,
+        viewer: i64,
+        owners: &[i64],
+        key: Key,
+    ) -> Result<(Rules, Vec<Relation>), Status> {
         let rules = people::privacy_rules(&self.pool, owners, &[key])
             .await
             .map_err(Error::from)?;
@@ -147,19 +168,16 @@ impl Gateway {
             .map_err(Error::from)?;
         let others: Vec<i64> = owners.iter().copied().filter(|&o| o != viewer).collect();
         let blocked_by = self.blocked_by(viewer, &others).await?;
-        Ok(owners
+        let relations = owners
             .iter()
-            .copied()
-            .filter(|&owner| {
-                let relation = Relation {
-                    viewer_id: viewer,
-                    owner_id: owner,
-                    in_owner_contacts: keep_viewer.contains(&owner),
-                    blocked_by_owner: blocked_by.contains(&owner),
-                };
-                decide(&rules.of(owner, key), &relation)
+            .map(|&owner| Relation {
+                viewer_id: viewer,
+                owner_id: owner,
+                in_owner_contacts: keep_viewer.contains(&owner),
+                blocked_by_owner: blocked_by.contains(&owner),
             })
-            .collect())
+            .collect();
+        Ok((rules, relations))
     }
 
     /// Which of `owners` blocked `viewer` (svc-messages keeps the blocks).

@@ -50,8 +50,13 @@ impl Gateway {
     }
 
     /// Applies `change` to the caller's profile under its row lock; when it changed anything,
-    /// stores it with the profile update for her log, in one transaction.
-    async fn change_profile(&self, me: SignedIn, change: Change) -> Result<ProfileChanged, Status> {
+    /// stores it with the profile update for her log, in one transaction, and tells the users
+    /// who show her once it is committed.
+    async fn change_profile(
+        self: &Arc<Self>,
+        me: SignedIn,
+        change: Change,
+    ) -> Result<ProfileChanged, Status> {
         let mut tx = self.pool.begin().await.map_err(Error::from)?;
         let before = people::lock_profile(&mut tx, me.user_id)
             .await
@@ -73,7 +78,11 @@ impl Gateway {
                 user: Some(after.own_view()),
             }));
         }
+        let changed = !kinds.is_empty();
         let logged = self.commit_with_updates(tx, me, kinds).await?;
+        if changed {
+            self.push_profile(me.user_id);
+        }
         Ok(ProfileChanged {
             user: Some(after.own_view()),
             pts: logged.pts,

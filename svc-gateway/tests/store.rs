@@ -318,14 +318,14 @@ mod people_store {
         .await?;
         tx.commit().await?;
         assert_eq!(added, [contact(bob, "Bobby", ""), contact(cat, "Cat", "C")]);
-        let (count, version) = people::contacts_summary(pool, ann).await?;
-        assert_eq!((count, version), (2, 1));
+        let summary = people::contacts_summary(pool, ann).await?;
+        assert_eq!((summary.count, summary.version), (2, 1));
         // The same names again change nothing, not even the version.
         let mut tx = pool.begin().await?;
         let same = people::upsert_contacts(&mut tx, ann, &[contact(bob, "Bobby", "")]).await?;
         tx.commit().await?;
         assert!(same.is_empty());
-        assert_eq!(people::contacts_summary(pool, ann).await?, (2, 1));
+        assert_eq!(people::contacts_summary(pool, ann).await?, summary);
         // Pages by id.
         assert_eq!(people::contacts_page(pool, ann, 0, 1).await?, [bob]);
         assert_eq!(people::contacts_page(pool, ann, bob, 10).await?, [cat]);
@@ -350,12 +350,47 @@ mod people_store {
             [(bob, Some("Bobby"), true), (cat, Some("Cat"), false)]
         );
         assert_eq!(people::kept_by(pool, ann, &[bob, cat]).await?, [bob]);
+        // A contact's own profile change moves her hash, not her list's version.
+        let before = people::contacts_summary(pool, ann).await?;
+        let mut tx = pool.begin().await?;
+        let mut b = people::lock_profile(&mut tx, bob)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("Bob"))?;
+        b.username = Some("bob_the_first".into());
+        assert!(people::save_profile(&mut tx, &b).await?);
+        tx.commit().await?;
+        let moved = people::contacts_summary(pool, ann).await?;
+        assert_eq!((moved.count, moved.version), (before.count, before.version));
+        assert_ne!(moved.hash(), before.hash());
+        // Who keeps Ann, and Ann as each of them finds her.
+        assert_eq!(people::keepers_of(pool, ann, 10).await?, [bob]);
+        let mut seen: Vec<_> = people::profile_for_viewers(pool, ann, &[bob, cat, 999])
+            .await?
+            .into_iter()
+            .map(|f| {
+                (
+                    f.viewer_id,
+                    f.found.contact_first_name,
+                    f.found.keeps_viewer,
+                )
+            })
+            .collect();
+        seen.sort_unstable();
+        let mut expected = vec![
+            (bob, Some("Annie".to_owned()), true),
+            (cat, None, true),
+            (999, None, false),
+        ];
+        expected.sort_unstable();
+        assert_eq!(seen, expected);
         // Deleted: only those she had.
         let mut tx = pool.begin().await?;
         let deleted = people::delete_contacts(&mut tx, ann, &[cat, 999]).await?;
         tx.commit().await?;
         assert_eq!(deleted, [cat]);
-        assert_eq!(people::contacts_summary(pool, ann).await?, (1, 2));
+        let after = people::contacts_summary(pool, ann).await?;
+        assert_eq!((after.count, after.version), (1, 2));
+        assert_ne!(after.hash(), summary.hash());
         let cat_now = people::profiles_for_viewer(pool, ann, &[cat]).await?;
         assert_eq!(cat_now[0].contact_first_name, None);
         Ok(())

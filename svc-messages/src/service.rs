@@ -4,10 +4,11 @@
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     messages::v1::{
-        BlockRequest, BlockedByRequest, BlockedByResponse, DeleteHistoryRequest,
-        DeleteMessagesRequest, EditMessageRequest, ForwardMessagesRequest, GetBlockedRequest,
-        GetBlockedResponse, GetHistoryRequest, GetMessagesRequest, MessageList, SearchRequest,
-        SearchResponse, SendMessageRequest, messages_server::Messages,
+        BlockRequest, BlockedAmongRequest, BlockedAmongResponse, BlockedByRequest,
+        BlockedByResponse, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
+        ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
+        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
+        messages_server::Messages,
     },
     require_peer,
     types::v1::{
@@ -488,6 +489,20 @@ impl Messages for MessagesService {
             .await
             .map_err(Error::from)?;
         Ok(Response::new(BlockedByResponse { owner_ids }))
+    }
+
+    async fn blocked_among(
+        &self,
+        request: Request<BlockedAmongRequest>,
+    ) -> Result<Response<BlockedAmongResponse>, Status> {
+        let BlockedAmongRequest { owner_id, user_ids } = request.into_inner();
+        if user_ids.len() > MAX_IDS {
+            return Err(status(ErrorCode::LimitInvalid, "too many users"));
+        }
+        let user_ids = store::blocked_among(&self.pool, owner_id, &user_ids)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(BlockedAmongResponse { user_ids }))
     }
 
     async fn search(

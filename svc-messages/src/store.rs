@@ -47,6 +47,21 @@ pub async fn blocked_by(
     .await
 }
 
+/// Which of `users` `owner` blocked (primary key of blocks, one probe per user).
+pub async fn blocked_among(
+    pool: &PgPool,
+    owner: i64,
+    users: &[i64],
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT blocked_user_id FROM blocks WHERE owner_id = $1 AND blocked_user_id = ANY($2)",
+    )
+    .bind(owner)
+    .bind(users)
+    .fetch_all(pool)
+    .await
+}
+
 /// Blocked users after `after`, ascending (primary key of blocks).
 pub async fn blocked(
     pool: &PgPool,

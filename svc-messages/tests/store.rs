@@ -670,6 +670,17 @@ async fn blocked_by_names_the_owners_who_block_the_user() -> anyhow::Result<()> 
     assert_eq!(by, [ANN]);
     assert!(store::blocked_by(&db.pool, ANN, &[BOB]).await?.is_empty());
     assert_eq!(store::blocked_by(&db.pool, ANN, &[CAROL]).await?, [CAROL]);
+    // The other way round: whom of these one owner blocked.
+    assert_eq!(
+        store::blocked_among(&db.pool, ANN, &[BOB, CAROL, 99]).await?,
+        [CAROL]
+    );
+    assert!(
+        store::blocked_among(&db.pool, BOB, &[CAROL])
+            .await?
+            .is_empty()
+    );
+    assert_eq!(store::blocked_among(&db.pool, CAROL, &[ANN]).await?, [ANN]);
     Ok(())
 }
 

@@ -217,7 +217,8 @@ async fn follow(
             | Event::Gap { .. }
             | Event::Resumed { .. }
             | Event::Typing(_)
-            | Event::Status(_) => {}
+            | Event::Status(_)
+            | Event::User(_) => {}
         }
         lock(&local).follow(&event);
     }

@@ -1,7 +1,7 @@
 //! Dialog settings across devices: one user's three devices pin, reorder, archive, mark
-//! unread, read, mute, save drafts, send and keep dialog filters, drawn from a fixed seed,
-//! while their streams are cut and reopened and offline devices catch up by getDifference (or
-//! reload after `too_long`). Each device keeps its account with the client library
+//! unread, read, mute, save drafts, hide the peer settings bar, send and keep dialog filters,
+//! drawn from a fixed seed, while their streams are cut and reopened and offline devices catch
+//! up by getDifference (or reload after `too_long`). Each device keeps its account with the client library
 //! (`oxigram_client::Mirror`), built only from the updates it applies; at the end every
 //! device's copy equals what the server answers (`GetDialogs` of both folders, paged, and
 //! `GetDialogFilters`). Beside it: the refusals of every settings call as a table, the page
@@ -159,10 +159,21 @@ impl Device {
 
 /// A folder's dialogs as the server pages them, `limit` a page.
 async fn server_folder(c: &Client, folder_id: i32, limit: i32) -> anyhow::Result<Vec<Dialog>> {
+    server_list(c, folder_id, limit, false).await
+}
+
+/// A folder's dialogs as the server pages them, with `include_empty` as given.
+async fn server_list(
+    c: &Client,
+    folder_id: i32,
+    limit: i32,
+    include_empty: bool,
+) -> anyhow::Result<Vec<Dialog>> {
     let mut dialogs = Vec::new();
     let mut request = GetDialogsRequest {
         limit,
         folder_id,
+        include_empty,
         ..GetDialogsRequest::default()
     };
     loop {
@@ -178,6 +189,7 @@ async fn server_folder(c: &Client, folder_id: i32, limit: i32) -> anyhow::Result
             offset_pinned: last.pinned,
             limit,
             folder_id,
+            include_empty,
             ..GetDialogsRequest::default()
         };
         dialogs.extend(page.dialogs);
@@ -282,6 +294,10 @@ enum Op {
     OrderFilters {
         device: usize,
     },
+    HideBar {
+        device: usize,
+        peer: usize,
+    },
     Toggle {
         device: usize,
     },
@@ -334,6 +350,7 @@ fn draw(rng: &mut StdRng, peers: usize) -> Op {
             id: rng.random_range(2..6),
         },
         80..84 => Op::OrderFilters { device },
+        84..87 => Op::HideBar { device, peer },
         _ => Op::Toggle { device },
     }
 }
@@ -513,6 +530,10 @@ impl Run {
                 ids.reverse();
                 d.client.update_dialog_filters_order(ids).await
             }
+            Op::HideBar { device, peer } => {
+                let d = &self.devices[device];
+                d.client.hide_peer_settings_bar(self.peer(peer)).await
+            }
             Op::Toggle { device } => {
                 let d = &mut self.devices[device];
                 if d.online.is_some() {
@@ -532,7 +553,8 @@ impl Run {
             | Op::Draft { device, .. }
             | Op::Filter { device, .. }
             | Op::DeleteFilter { device, .. }
-            | Op::OrderFilters { device } => device,
+            | Op::OrderFilters { device }
+            | Op::HideBar { device, .. } => device,
             _ => 0,
         };
         match answer {
@@ -629,7 +651,7 @@ async fn settings_converge_on_three_devices_under_cut_streams_and_after_too_long
     let before = lock(&run.devices[2].local).reloads;
     for i in 0..(RETAIN as usize + 10) {
         let peer = i % run.peers.len();
-        let op = match i % 4 {
+        let op = match i % 5 {
             0 => Op::Pin {
                 device: 0,
                 peer,
@@ -645,11 +667,12 @@ async fn settings_converge_on_three_devices_under_cut_streams_and_after_too_long
                 peer,
                 clear: false,
             },
-            _ => Op::Archive {
+            3 => Op::Archive {
                 device: 1,
                 peer,
                 archived: i % 3 == 0,
             },
+            _ => Op::HideBar { device: 0, peer },
         };
         run.run(op).await?;
     }
@@ -663,6 +686,80 @@ async fn settings_converge_on_three_devices_under_cut_streams_and_after_too_long
     assert!(
         lock(&run.devices[2].local).reloads > before,
         "device 2 met too_long and reloaded"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_after_too_long_restores_the_dialogs_without_messages() -> anyhow::Result<()> {
+    let system = system().await?;
+    let ([phone, tablet], me) = system.user_on_devices::<2>("15557801", "Alice").await?;
+    let [bob, carol, erin] = system
+        .users([
+            ("15557802", "Bob"),
+            ("15557803", "Carol"),
+            ("15557804", "Erin"),
+        ])
+        .await?;
+    let (b, c, e) = (bob.user_id()?, carol.user_id()?, erin.user_id()?);
+    bob.send(me, 1, "hi").await?;
+    wait_dialogs(&phone, 1).await?;
+    let mut tablet = Device::new(tablet);
+    tablet.catch_up().await?;
+
+    // Settings of dialogs without a message: a draft and a hidden bar for Carol, a mute for
+    // Erin; then more than the log keeps, so the tablet meets too_long.
+    phone
+        .save_draft(SaveDraftRequest {
+            peer: Some(InputPeer::user(c)),
+            text: "dear Carol".into(),
+            ..Default::default()
+        })
+        .await?;
+    phone.hide_peer_settings_bar(InputPeer::user(c)).await?;
+    let muted = PeerNotifySettings {
+        mute_until: MUTE_FOREVER,
+        ..Default::default()
+    };
+    phone
+        .update_notify_settings(InputPeer::user(e), muted)
+        .await?;
+    for i in 0..RETAIN + 5 {
+        phone
+            .mark_dialog_unread(InputPeer::user(b), i % 2 == 0)
+            .await?;
+    }
+
+    // Without the flag the list holds Bob's dialog alone; with it, the empty ones follow,
+    // paged one by one across them.
+    let listed = server_folder(&phone, 0, 100).await?;
+    assert_eq!(
+        listed.iter().map(Dialog::peer_user).collect::<Vec<_>>(),
+        [b]
+    );
+    let all = server_list(&phone, 0, 1, true).await?;
+    let mut empty: Vec<i64> = all.iter().skip(1).map(Dialog::peer_user).collect();
+    empty.sort_unstable();
+    assert_eq!(all[0].peer_user(), b);
+    assert_eq!(empty, [c, e]);
+    assert_eq!(server_list(&phone, 0, 100, true).await?, all);
+
+    tablet.catch_up().await?;
+    let local = lock(&tablet.local);
+    assert_eq!(local.reloads, 1, "the tablet met too_long and reloaded");
+    for d in &all {
+        let mine = local.mirror.dialog(d.peer_user()).map(|l| l.dialog());
+        assert_eq!(mine.as_ref(), Some(d), "peer {}", d.peer_user());
+    }
+    let carol_dialog = local.mirror.dialog(c).context("Carol's dialog")?;
+    assert_eq!(
+        carol_dialog.draft.as_ref().map(|d| d.text.as_str()),
+        Some("dear Carol")
+    );
+    assert!(carol_dialog.settings_bar_hidden);
+    assert_eq!(
+        local.mirror.dialog(e).map(|d| d.notify_settings),
+        Some(muted)
     );
     Ok(())
 }
@@ -897,18 +994,20 @@ async fn a_draft_syncs_to_the_other_devices_and_a_send_clears_it() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_peer_settings_bar_is_for_strangers_who_wrote_first() -> anyhow::Result<()> {
     let system = system().await?;
-    let [alice, bob, carol] = system
+    let [alice, bob, carol, dave] = system
         .users([
             ("15557501", "Alice"),
             ("15557502", "Bob"),
             ("15557503", "Carol"),
+            ("15557504", "Dave"),
         ])
         .await?;
     let me = alice.user_id()?;
-    let (b, c) = (bob.user_id()?, carol.user_id()?);
+    let (b, c, d) = (bob.user_id()?, carol.user_id()?, dave.user_id()?);
     bob.send(me, 1, "buy now").await?;
     alice.send(c, 1, "hello Carol").await?;
     carol.send(me, 1, "hello Alice").await?;
+    dave.send(me, 1, "it's Dave, my new number").await?;
     let shown = |s: oxigram_proto::types::v1::PeerSettings| s.report_spam && s.block_contact;
     let bar = eventually(Duration::from_secs(5), "the bar", || async {
         Ok(Some(alice.get_peer_settings(InputPeer::user(b)).await?).filter(|s| shown(*s)))
@@ -919,8 +1018,25 @@ async fn the_peer_settings_bar_is_for_strangers_who_wrote_first() -> anyhow::Res
         !shown(alice.get_peer_settings(InputPeer::user(c)).await?),
         "Alice wrote first"
     );
-    alice.hide_peer_settings_bar(InputPeer::user(b)).await?;
+    // A stranger she keeps as a contact already is not offered as one.
+    alice.import_contacts(&[("15557504", "Dave", "")]).await?;
+    let bar = eventually(Duration::from_secs(5), "Dave's bar", || async {
+        Ok(Some(alice.get_peer_settings(InputPeer::user(d)).await?).filter(|s| shown(*s)))
+    })
+    .await?;
+    assert!(!bar.add_contact, "Dave is her contact");
+
+    // Hiding it is a change of her log, answered with its pts like her other settings.
+    let hidden = alice.hide_peer_settings_bar(InputPeer::user(b)).await?;
+    assert!(hidden.pts > 0, "logged in time");
+    assert!(matches!(
+        hidden.update.and_then(|u| u.kind),
+        Some(update::Kind::PeerSettingsBarHidden(h)) if h.peer_user() == b
+    ));
     assert!(!shown(alice.get_peer_settings(InputPeer::user(b)).await?));
+    let listed = alice.get_peer_dialogs(vec![InputPeer::user(b)]).await?;
+    assert!(listed.dialogs.iter().all(|d| d.settings_bar_hidden));
+    assert_eq!(listed.dialogs.len(), 1);
     Ok(())
 }
 

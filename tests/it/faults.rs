@@ -147,6 +147,8 @@ struct Failure {
 struct Traffic {
     failures: Mutex<Vec<Failure>>,
     sent: Mutex<Vec<i64>>,
+    /// When each acknowledgement came, in order.
+    acked_at: Mutex<Vec<Instant>>,
     stop: tokio_util::sync::CancellationToken,
 }
 
@@ -163,6 +165,7 @@ impl Traffic {
         let traffic = Arc::new(Self {
             failures: Mutex::new(Vec::new()),
             sent: Mutex::new(Vec::new()),
+            acked_at: Mutex::new(Vec::new()),
             stop: tokio_util::sync::CancellationToken::new(),
         });
         let senders = (0..SENDERS)
@@ -219,10 +222,26 @@ impl Traffic {
                 .lock()
                 .map_err(|_| anyhow::anyhow!("poisoned"))?
                 .push(random_id);
+            self.acked_at
+                .lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .push(Instant::now());
             // A steady stream, not a flood: the two cores also run Postgres and six services.
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         Ok(())
+    }
+
+    /// Acknowledgements per second between `from` and `to`.
+    fn rate_between(&self, from: Instant, to: Instant) -> anyhow::Result<f64> {
+        let acked = self
+            .acked_at
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .iter()
+            .filter(|at| **at >= from && **at < to)
+            .count();
+        Ok(acked as f64 / (to - from).as_secs_f64())
     }
 
     async fn finish(
@@ -408,5 +427,93 @@ mod messages_crash {
             "the retried send {newest_retried} was acknowledged"
         );
         Ok(())
+    }
+}
+
+/// Redis hangs for 10 s (a proxy between the services and Redis stops forwarding, connections
+/// open): no send waits on it longer than the call budget, the breakers open and sends go on
+/// at no less than half the rate before, and every acknowledged message still reaches Bob's
+/// open stream once Redis answers again.
+mod redis_hang {
+    use std::collections::HashSet;
+
+    use oxigram_tests::proxy::HangingProxy;
+
+    use super::*;
+
+    /// Redis' address and the URL's path (database), from `redis://host:port[/db]`.
+    async fn split_redis_url(url: &str) -> anyhow::Result<(std::net::SocketAddr, String)> {
+        let rest = url.strip_prefix("redis://").context("not a redis:// URL")?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let addr = tokio::net::lookup_host(authority)
+            .await?
+            .next()
+            .context("Redis host not found")?;
+        Ok((addr, path.to_owned()))
+    }
+
+    #[tokio::test]
+    async fn sends_keep_half_their_rate_and_nothing_is_lost() -> anyhow::Result<()> {
+        const HANG: Duration = Duration::from_secs(10);
+        let (mut config, ground) = System::config().await?;
+        let (redis_addr, db) =
+            split_redis_url(config.redis_url.as_deref().context("no Redis URL")?).await?;
+        let proxy = HangingProxy::start(redis_addr).await?;
+        config.redis_url = Some(format!("redis://{}{db}", proxy.addr));
+        let system = System::start_with(config, ground, Mode::Processes).await?;
+        let mut alice = system.device().await?;
+        alice.sign_up("15550601", "Alice").await?;
+        let mut bob = system.device().await?;
+        let bob_id = bob.sign_up("15550602", "Bob").await?.id;
+        let mut stream = bob.stream(0).await?;
+        let alice = Arc::new(alice);
+
+        let (traffic, senders) = Traffic::start(alice.clone(), bob_id);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let steady_from = Instant::now();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let hang_at = Instant::now();
+        proxy.hang();
+        tokio::time::sleep(HANG).await;
+        proxy.resume();
+        let resumed_at = Instant::now();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let before = traffic.rate_between(steady_from, hang_at)?;
+        let during = traffic.rate_between(hang_at, resumed_at)?;
+        let (failures, sent) = traffic.finish(senders).await?;
+
+        // Every acknowledged message reaches Bob's stream, pushed once routes are back.
+        let mut missing: HashSet<String> = sent.iter().map(|id| format!("m{id}")).collect();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !missing.is_empty() && Instant::now() < deadline {
+            let left = deadline - Instant::now();
+            match next_message(&mut stream, left).await {
+                Ok(text) => {
+                    missing.remove(&text);
+                }
+                Err(_) => break,
+            }
+        }
+        let streamed_all_after = resumed_at.elapsed();
+        eprintln!(
+            "faults: Redis hung {HANG:?}: {} sends acknowledged, {} failed calls; {before:.1} sends/s \
+             before, {during:.1} sends/s during the hang ({:.0} %); {} acknowledged messages not on \
+             Bob's stream {streamed_all_after:?} after Redis answered again",
+            sent.len(),
+            failures.len(),
+            100.0 * during / before.max(f64::MIN_POSITIVE),
+            missing.len(),
+        );
+        assert_all_retryable(&failures);
+        assert!(
+            during >= 0.5 * before,
+            "sends fell to {during:.1}/s while Redis hung, from {before:.1}/s"
+        );
+        assert!(
+            missing.is_empty(),
+            "never streamed to Bob: {} messages",
+            missing.len()
+        );
+        assert_stored_once(&system, &sent).await
     }
 }

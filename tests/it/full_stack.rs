@@ -100,7 +100,11 @@ async fn follow(client: Client, received: &watch::Sender<Received>) -> anyhow::R
             Event::TooLong { pts } => {
                 anyhow::bail!("the difference was too long to replay (state jumped to {pts})")
             }
-            Event::Gap { .. } | Event::Resumed { .. } | Event::Typing(_) | Event::Status(_) => {}
+            Event::Gap { .. }
+            | Event::Resumed { .. }
+            | Event::Typing(_)
+            | Event::Status(_)
+            | Event::User(_) => {}
         }
     }
 }

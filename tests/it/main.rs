@@ -4,6 +4,7 @@
 
 mod acknowledgements;
 mod bad_input;
+mod balancing;
 mod convergence;
 mod dialog_settings;
 mod faults;
@@ -15,6 +16,8 @@ mod message_delete;
 mod message_edit;
 mod message_format;
 mod message_forward;
+mod metrics;
+mod migrate;
 mod mtproto;
 mod outbox_recovery;
 mod peers;
@@ -23,5 +26,6 @@ mod private_chat;
 mod schemas;
 mod search;
 mod trace;
+mod trace_otlp;
 mod typing_presence;
 mod update_log;

@@ -1,5 +1,5 @@
-//! People and privacy across the services: what a viewer sees of another user's phone and
-//! photo in every call that returns users, for each rule and relationship (the privacy
+//! People and privacy across the services: what a viewer sees of another user's phone,
+//! photo and last seen in every call that returns users, for each rule and relationship (the privacy
 //! matrix); who finds a user by phone; usernames, profiles and contacts with their
 //! refusals; the lookup limit; and each change as an update on the user's other devices.
 
@@ -11,7 +11,7 @@ use oxigram_proto::{
         GetProfilePhotoRequest, SaveFilePartRequest, SearchRequest, UpdateProfilePhotoRequest,
         UpdateProfileRequest, media_client::MediaClient,
     },
-    types::v1::{PrivacyRule, User, privacy_rule, update},
+    types::v1::{PrivacyRule, User, privacy_rule, update, user_status},
 };
 use oxigram_tests::{Mode, System, TestClient, client::code};
 use tonic::Status;
@@ -124,12 +124,13 @@ async fn views_of_messages(
     Ok(views)
 }
 
-/// The privacy matrix: for the phone-number and profile-photo rules, each value with an
-/// exception, what a contact (the owner keeps him), a non-contact, a blocked user, the
-/// exception, and a user who keeps the owner as her contact (one way: she gave the phone, so
-/// she sees it) see of the owner in every call that returns users. The last-seen rule is
-/// stored and read back; whether its viewer sees the exact time is
-/// `svc_gateway::privacy::sees_exact_last_seen`, tested with the rules.
+/// The privacy matrix: for the phone-number, profile-photo and last-seen rules, each value
+/// with an exception, what a contact (the owner keeps him), a non-contact, a blocked user,
+/// the exception, and a user who keeps the owner as her contact (one way: she gave the
+/// phone, so she sees it) see of the owner in every call that returns users. The owner is
+/// online throughout (her calls keep her so): whoever her last-seen rule allows sees her
+/// online until a time, anyone else "recently", and a user she blocked nothing at all ("a
+/// long time ago").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_privacy_matrix() -> anyhow::Result<()> {
     let system = System::start(Mode::OneProcess).await?;
@@ -186,7 +187,7 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             [false, false, false, true, false],
         ),
     ];
-    for key in [PHONE, PHOTO] {
+    for key in [PHONE, PHOTO, LAST_SEEN] {
         for (value, (allow, deny), sees) in &values {
             let mut sees = *sees;
             if key == PHONE {
@@ -222,6 +223,19 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
                     if key == PHONE {
                         let phone = if sees { "15557100" } else { "" };
                         assert_eq!(seen.phone, phone, "{what}");
+                    } else if key == LAST_SEEN {
+                        let status = seen.status.and_then(|s| s.kind);
+                        match (*relation, sees) {
+                            ("blocked", _) => assert_eq!(status, None, "{what}"),
+                            (_, true) => assert!(
+                                matches!(status, Some(user_status::Kind::Online(_))),
+                                "{what}: {status:?}"
+                            ),
+                            (_, false) => assert!(
+                                matches!(status, Some(user_status::Kind::Recently(_))),
+                                "{what}: {status:?}"
+                            ),
+                        }
                     } else {
                         let photo_id = if sees { photo } else { 0 };
                         assert_eq!(seen.photo_id, photo_id, "{what}");
@@ -800,7 +814,8 @@ async fn follow_to(
             | Event::Resumed { .. }
             | Event::Failed { .. }
             | Event::Typing(_)
-            | Event::Status(_) => {}
+            | Event::Status(_)
+            | Event::User(_) => {}
         }
     }
     Ok(reloads)
@@ -986,5 +1001,116 @@ async fn settings_converge_on_three_devices_under_cut_streams() -> anyhow::Resul
     for (device, mirror) in [("follower", &follower_mirror), ("sleeper", &sleeper_mirror)] {
         assert_eq!(people_of(mirror), people_of(&truth), "{device}");
     }
+    Ok(())
+}
+
+/// The next profile push of `user_id` on a stream, within `within` (`None` when none came).
+async fn next_user(
+    stream: &mut oxigram_client::UpdateStream,
+    user_id: i64,
+    within: std::time::Duration,
+) -> Option<User> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Err(_) => return None,
+            Ok(oxigram_client::Event::User(u)) if u.id == user_id => return Some(u),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// A profile change reaches at once, as a transient push, the online users who show her:
+/// whom she keeps as a contact, who keeps her (under his own names for her), the peers of her
+/// dialogs; a stranger hears nothing. The contacts hash of whoever keeps her moves with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_change_reaches_her_contacts_and_peers_online() -> anyhow::Result<()> {
+    use oxigram_client::{StreamOptions, UpdateStream};
+    use std::time::Duration;
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, carl, cora, sam, eve] = system
+        .users([
+            ("15557200", "Olga"),
+            ("15557201", "Carl"),
+            ("15557202", "Cora"),
+            ("15557203", "Sam"),
+            ("15557204", "Eve"),
+        ])
+        .await?;
+    let olga_id = olga.user_id()?;
+    olga.import_contacts(&[("15557201", "Carl", "")]).await?;
+    cora.import_contacts(&[("15557200", "Auntie", "O")]).await?;
+    sam.send(olga_id, 1, "hello Olga").await?;
+    oxigram_tests::eventually(Duration::from_secs(10), "Olga's dialog", || async {
+        Ok((!olga.dialogs_page().await?.dialogs.is_empty()).then_some(()))
+    })
+    .await?;
+    let before = cora.get_contacts(GetContactsRequest::default()).await?;
+    let mut streams = Vec::new();
+    for viewer in [&carl, &cora, &sam, &eve] {
+        let state = viewer.get_state().await?.into();
+        streams
+            .push(UpdateStream::open((**viewer).clone(), state, StreamOptions::default()).await?);
+    }
+    // The streams' routes are written as they open.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    olga.update_username("olga_new").await?;
+    let mut seen = Vec::new();
+    for (who, stream) in ["Carl", "Cora", "Sam"].iter().zip(&mut streams) {
+        let user = next_user(stream, olga_id, Duration::from_secs(5)).await;
+        let user = user.ok_or_else(|| anyhow::anyhow!("{who} heard nothing"))?;
+        seen.push((
+            user.first_name,
+            user.username,
+            user.phone,
+            user.status.is_none(),
+        ));
+    }
+    // Each as he may see her: Carl, whom she keeps, and Cora, who gave her phone, see it (her
+    // phone rule is the default, contacts); Cora sees her own names for her.
+    let olga_as = |first: &str, phone: &str| {
+        (
+            first.to_owned(),
+            "olga_new".to_owned(),
+            phone.to_owned(),
+            true,
+        )
+    };
+    assert_eq!(
+        seen,
+        [
+            olga_as("Olga", "15557200"),
+            olga_as("Auntie", "15557200"),
+            olga_as("Olga", "")
+        ]
+    );
+    assert!(
+        next_user(&mut streams[3], olga_id, Duration::from_millis(500))
+            .await
+            .is_none(),
+        "Eve shows nothing of her"
+    );
+
+    // Cora's list moved: her old hash gets the list again, with the new username.
+    let again = cora
+        .get_contacts(GetContactsRequest {
+            hash: before.hash,
+            ..Default::default()
+        })
+        .await?;
+    assert!(!again.not_modified, "the hash moved");
+    assert_ne!(again.hash, before.hash);
+    assert_eq!(
+        again.users.first().map(|u| u.username.as_str()),
+        Some("olga_new")
+    );
+    let same = cora
+        .get_contacts(GetContactsRequest {
+            hash: again.hash,
+            ..Default::default()
+        })
+        .await?;
+    assert!(same.not_modified);
     Ok(())
 }

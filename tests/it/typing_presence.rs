@@ -522,18 +522,20 @@ async fn another_gateway_pushes_transient_events_and_late_typing_is_dropped() ->
 }
 
 /// Alice shows her exact last seen to her contacts only: a contact hears the time on his
-/// stream and reads it in ResolvePhone, a stranger gets the approximate "recently" in both.
+/// stream and reads it in ResolvePhone, a stranger gets the approximate "recently" in both. A
+/// contact she blocked hears nothing of her and reads no status ("a long time ago").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<()> {
     let (mut config, ground) = System::config().await?;
     config.gateway.offline_grace_ms = 300;
     config.gateway.online_after_call_secs = 1;
     let system = System::start_with(config, ground, Mode::OneProcess).await?;
-    let [alice, bob, carol] = system
+    let [alice, bob, carol, dave] = system
         .users([
             ("15557501", "Alice"),
             ("15557502", "Bob"),
             ("15557503", "Carol"),
+            ("15557504", "Dave"),
         ])
         .await?;
     let alice_id = alice.user_id()?;
@@ -544,15 +546,31 @@ async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<
             ..Default::default()
         })
         .await?;
-    alice.import_contacts(&[("15557502", "Bob", "")]).await?;
-    // Both have a dialog with her, so both hear of her presence.
+    alice
+        .import_contacts(&[("15557502", "Bob", ""), ("15557504", "Dave", "")])
+        .await?;
+    // All have a dialog with her; she blocks Dave once his message made his.
     let mut streams = Vec::new();
-    for viewer in [&bob, &carol] {
+    for viewer in [&bob, &carol, &dave] {
         viewer.send(alice_id, 1, "hello").await?;
         let state = viewer.get_state().await?.into();
         streams
             .push(UpdateStream::open((**viewer).clone(), state, StreamOptions::default()).await?);
     }
+
+    alice
+        .messages()
+        .block(BlockRequest {
+            user_id: dave.user_id()?,
+        })
+        .await?;
+    let mut dave_updates = streams.pop().context("Dave's stream")?;
+    // What was announced before the block took effect is behind us.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    while next_status(&mut dave_updates, alice_id, Duration::from_millis(300))
+        .await
+        .is_ok()
+    {}
 
     // A call makes her online for a second, then offline.
     alice.get_state().await?;
@@ -586,5 +604,16 @@ async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<
             .into_inner();
         assert_eq!(her.status.and_then(|s| s.kind).as_ref(), Some(expected));
     }
+    // The others heard both changes by now; Dave, whom she blocked, hears none.
+    let heard = next_status(&mut dave_updates, alice_id, Duration::from_secs(1)).await;
+    assert!(heard.is_err(), "Dave heard {heard:?}");
+    let history = dave
+        .get_history(oxigram_proto::api::v1::GetHistoryRequest {
+            peer: Some(InputPeer::user(alice_id)),
+            ..Default::default()
+        })
+        .await?;
+    let her = history.users.iter().find(|u| u.id == alice_id);
+    assert_eq!(her.map(|u| u.status), Some(None), "Dave reads no status");
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
 pub mod client;
+pub mod proxy;
 
 use std::{
     collections::HashMap,
@@ -318,6 +319,79 @@ impl System {
     }
 }
 
+/// One replica of a service in a process of its own ([`System::start_replicas`]).
+pub struct Replica {
+    /// Its log (stderr).
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Replica {
+    /// Stops it as Kubernetes does, with SIGTERM, and waits until the process has exited.
+    pub async fn stop(&mut self) -> anyhow::Result<()> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        anyhow::ensure!(sent.success(), "cannot send SIGTERM to a replica");
+        while self.child.try_wait()?.is_none() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl System {
+    /// Starts every service as its own process, and `target` as one process per address of
+    /// `listens` (each listening there): the replicas callers find behind `target`'s endpoint.
+    /// Waits until the gateway is SERVING.
+    pub async fn start_replicas(
+        config: Config,
+        ground: Ground,
+        target: Target,
+        listens: &[SocketAddr],
+    ) -> anyhow::Result<(Self, Vec<Replica>)> {
+        let mut system = Self {
+            config: Arc::new(config),
+            mode: Mode::Processes,
+            dir: ground.dir,
+            running: HashMap::new(),
+            infra: ground.infra,
+        };
+        for other in Target::ALL.into_iter().filter(|t| *t != target) {
+            system.start_service(other)?;
+        }
+        let mut replicas = Vec::with_capacity(listens.len());
+        for (i, listen) in listens.iter().enumerate() {
+            let log = system.dir.join(format!("{}-{i}.log", target.name()));
+            let child = Command::new(launcher()?)
+                .args(["serve", "--target", target.name()])
+                .envs(config_env(&system.config))
+                .env(
+                    format!(
+                        "OXIGRAM_SERVICES__{}__LISTEN",
+                        target.name().to_ascii_uppercase()
+                    ),
+                    listen.to_string(),
+                )
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log)?)
+                .spawn()
+                .context("cannot start the oxigram launcher")?;
+            replicas.push(Replica { log, child });
+        }
+        system.wait_serving(Target::Gateway).await?;
+        Ok((system, replicas))
+    }
+}
+
 impl Drop for System {
     fn drop(&mut self) {
         for (_, running) in self.running.drain() {
@@ -333,6 +407,14 @@ impl Drop for System {
             }
         }
     }
+}
+
+/// A command running the `oxigram` launcher with `config` as its `OXIGRAM_*` environment
+/// (for subcommands other than `serve`, e.g. `migrate`).
+pub fn oxigram_command(config: &Config) -> anyhow::Result<Command> {
+    let mut command = Command::new(launcher()?);
+    command.envs(config_env(config)).env_remove("RUST_LOG");
+    Ok(command)
 }
 
 /// The `oxigram` binary next to the test binary (`cargo build --bins` puts it there).
@@ -365,6 +447,18 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
         (
             "OXIGRAM_REDIS_KEY_PREFIX".into(),
             c.redis_key_prefix.clone(),
+        ),
+        (
+            "OXIGRAM_REDIS__CALL_TIMEOUT_MS".into(),
+            c.redis.call_timeout_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_REDIS__BREAKER_FAILURES".into(),
+            c.redis.breaker_failures.to_string(),
+        ),
+        (
+            "OXIGRAM_REDIS__BREAKER_PROBE_MS".into(),
+            c.redis.breaker_probe_ms.to_string(),
         ),
         ("OXIGRAM_DB_POOL_SIZE".into(), c.db_pool_size.to_string()),
         (
@@ -416,7 +510,27 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             "OXIGRAM_TELEMETRY__LOG_FILTER".into(),
             c.telemetry.log_filter.clone(),
         ),
+        (
+            "OXIGRAM_TELEMETRY__OTLP_ENDPOINT".into(),
+            c.telemetry.otlp_endpoint.clone(),
+        ),
+        // A test reads its spans within seconds: export them every 200 ms, not every 5 s.
+        ("OTEL_BSP_SCHEDULE_DELAY".into(), "200".into()),
+        (
+            "OXIGRAM_BALANCING__ENDPOINT_REFRESH_MS".into(),
+            c.balancing.endpoint_refresh_ms.to_string(),
+        ),
+        (
+            "OXIGRAM_BALANCING__SHUTDOWN_DRAIN_MS".into(),
+            c.balancing.shutdown_drain_ms.to_string(),
+        ),
     ];
+    if let Some(hosts) = &c.balancing.hosts_file {
+        env.push((
+            "OXIGRAM_BALANCING__HOSTS_FILE".into(),
+            hosts.display().to_string(),
+        ));
+    }
     let s = &c.services;
     for (name, addr) in [
         ("GATEWAY", &s.gateway),

@@ -106,3 +106,106 @@ true
 true
 {{- end -}}
 {{- end -}}
+
+{{/*
+What the cluster offers, from Helm's `.Capabilities` (discovery of the target cluster; `helm
+template` uses Helm's defaults or --kube-version/--api-versions). The chart supports
+Kubernetes 1.20 and later.
+*/}}
+
+{{/* policy/v1 (1.21+), else policy/v1beta1, whose PodDisruptionBudget has the same fields here. */}}
+{{- define "oxigram.pdbApiVersion" -}}
+{{- if .Capabilities.APIVersions.Has "policy/v1/PodDisruptionBudget" -}}
+policy/v1
+{{- else -}}
+policy/v1beta1
+{{- end -}}
+{{- end -}}
+
+{{/* autoscaling/v2 (1.23+), else autoscaling/v2beta2, whose spec is the same. */}}
+{{- define "oxigram.hpaApiVersion" -}}
+{{- if .Capabilities.APIVersions.Has "autoscaling/v2/HorizontalPodAutoscaler" -}}
+autoscaling/v2
+{{- else -}}
+autoscaling/v2beta2
+{{- end -}}
+{{- end -}}
+
+{{/* True (non-empty) when the kubelet can probe gRPC itself (Kubernetes 1.24+). */}}
+{{- define "oxigram.hasGrpcProbes" -}}
+{{- if semverCompare ">=1.24.0-0" .Capabilities.KubeVersion.Version -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/*
+Sizing: the resources of a container whose `resources` value is empty, from
+`resourcesPreset` (none, small, medium, large). Requests are what the scheduler reserves;
+the memory limit guards the node; no CPU limit, so a busy pod is not throttled below what
+the node has free. Call with (dict "ctx" $ "component" C); renders YAML.
+*/}}
+{{- define "oxigram.resourcesPreset" -}}
+{{- $presets := dict
+  "small" (dict "requests" (dict "cpu" "100m" "memory" "128Mi") "limits" (dict "memory" "512Mi"))
+  "medium" (dict "requests" (dict "cpu" "500m" "memory" "256Mi") "limits" (dict "memory" "1Gi"))
+  "large" (dict "requests" (dict "cpu" "2" "memory" "1Gi") "limits" (dict "memory" "4Gi")) -}}
+{{- with get $presets .ctx.Values.resourcesPreset -}}
+{{- toYaml . -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Default scheduling of a distributed service's pods when its `affinity` is empty: prefer
+nodes without another pod of the same service, so one node's loss takes one replica.
+Renders YAML (empty when scheduling.podAntiAffinity is "none" or in singleBinary mode).
+*/}}
+{{- define "oxigram.defaultAffinity" -}}
+{{- $mode := .ctx.Values.scheduling.podAntiAffinity -}}
+{{- if and (include "oxigram.distributed" .ctx) (ne .component "single-binary") (ne $mode "none") -}}
+podAntiAffinity:
+  {{- if eq $mode "hard" }}
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "oxigram.selectorLabels" . | nindent 10 }}
+  {{- else }}
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "oxigram.selectorLabels" . | nindent 12 }}
+  {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Default topology spread of a distributed service's pods when its
+`topologySpreadConstraints` is empty: even over zones and over nodes, best effort
+(ScheduleAnyway), so a one-zone cluster still schedules. Renders a YAML list.
+*/}}
+{{- define "oxigram.defaultTopologySpread" -}}
+{{- if and (include "oxigram.distributed" .ctx) (ne .component "single-binary") .ctx.Values.scheduling.topologySpread -}}
+{{- range $key := list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+- maxSkew: 1
+  topologyKey: {{ $key }}
+  whenUnsatisfiable: ScheduleAnyway
+  labelSelector:
+    matchLabels:
+      {{- include "oxigram.selectorLabels" $ | nindent 6 }}
+{{- end }}
+{{- else -}}
+[]
+{{- end -}}
+{{- end -}}
+
+{{/* The ConfigMap holding the config file (config.inline or config.existingConfigMap), if any. */}}
+{{- define "oxigram.configMapName" -}}
+{{- if .Values.config.existingConfigMap -}}
+{{- .Values.config.existingConfigMap -}}
+{{- else if .Values.config.inline -}}
+{{- printf "%s-config" (include "oxigram.fullname" .) -}}
+{{- end -}}
+{{- end -}}

@@ -540,12 +540,12 @@ impl Client {
             .await
     }
 
-    pub async fn hide_peer_settings_bar(&self, peer: InputPeer) -> Result<(), Error> {
+    /// Hides a dialog's peer settings bar, a change of the owner's log like her other settings.
+    pub async fn hide_peer_settings_bar(&self, peer: InputPeer) -> Result<PtsUpdate, Error> {
         let d = self.deadline;
         let request = HidePeerSettingsBarRequest { peer: Some(peer) };
         d.unary(self.dialogs().hide_peer_settings_bar(d.request(request)))
-            .await?;
-        Ok(())
+            .await
     }
 
     /// Makes or edits the dialog filter `id` (`None`: deletes it).

@@ -39,7 +39,8 @@
 //! - **Typing and presence.** [`Client::set_typing`] tells a peer's online devices what the
 //!   user is doing in the chat; [`Client::update_status`] says she went away or came back.
 //!   Both arrive on the stream as transient events, outside the pts order and never in
-//!   getDifference: [`Event::Typing`] (show it until its `expires_at`) and [`Event::Status`].
+//!   getDifference: [`Event::Typing`] (show it until its `expires_at`) and [`Event::Status`];
+//!   so does [`Event::User`], a profile change of a user the account shows.
 //! - **Pending sends.** The sender's own new-message update carries the send's `random_id`
 //!   ([`echo`]), on every device of hers and whatever way it arrives, and so does the send's
 //!   answer: [`PendingSends`] matches a device's waiting sends by it, so a send whose answer

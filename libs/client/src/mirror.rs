@@ -1,7 +1,7 @@
 //! A device's local copy of its account, built only from what the device receives: per dialog
 //! the messages it knows (in the account's own box ids), the top message, the read and
 //! delivered watermarks and the unread count, and the owner's settings of it (folder, pinned
-//! order, unread mark, notification settings, draft), with her dialog filters and their
+//! order, unread mark, notification settings, draft, hidden peer settings bar), with her dialog filters and their
 //! order, kept by the same rules svc-dialogs keeps them.
 //!
 //! Feed it every update in pts order, each once: the [`Event`]s an [`UpdateStream`] yields
@@ -9,9 +9,9 @@
 //! ([`Mirror::apply`]). A difference's new messages arrive in their current state (the
 //! sequencer puts them into their updates), so the copy converges whatever the path. When the
 //! log no longer holds what the device missed (`too_long`), the copy is marked stale and
-//! [`Mirror::reload`] rebuilds it from `GetDialogs` (both folders), `GetHistory` and
-//! `GetDialogFilters`. It also keeps the account's own profile, privacy rules and contacts as
-//! their updates describe them.
+//! [`Mirror::reload`] rebuilds it from `GetDialogs` (both folders, with the dialogs that have
+//! no message yet), `GetHistory` and `GetDialogFilters`. It also keeps the account's own
+//! profile, privacy rules and contacts as their updates describe them.
 //!
 //! [`UpdateStream`]: crate::UpdateStream
 //! [`Sequencer`]: crate::Sequencer
@@ -52,6 +52,8 @@ pub struct LocalDialog {
     pub unread_mark: bool,
     pub notify_settings: PeerNotifySettings,
     pub draft: Option<DraftMessage>,
+    /// The owner hid the dialog's peer settings bar.
+    pub settings_bar_hidden: bool,
     /// The dialog's messages the device knows, by box id.
     pub messages: BTreeMap<i64, Message>,
 }
@@ -80,6 +82,7 @@ impl LocalDialog {
             notify_settings: (self.notify_settings != PeerNotifySettings::default())
                 .then_some(self.notify_settings),
             draft: self.draft.clone(),
+            settings_bar_hidden: self.settings_bar_hidden,
         }
     }
 
@@ -161,7 +164,8 @@ impl Mirror {
             | Event::Resumed { .. }
             | Event::Failed { .. }
             | Event::Typing(_)
-            | Event::Status(_) => {}
+            | Event::Status(_)
+            | Event::User(_) => {}
         }
     }
 
@@ -231,6 +235,9 @@ impl Mirror {
                     }
                 }
             },
+            update::Kind::PeerSettingsBarHidden(u) => {
+                self.dialog_mut(u.peer_user()).settings_bar_hidden = true;
+            }
             update::Kind::DialogFilter(u) => match &u.filter {
                 Some(filter) => {
                     let next = self.filters.values().map(|f| f.0).max().unwrap_or(0) + 1;
@@ -455,9 +462,12 @@ impl Mirror {
     pub async fn load(client: &Client) -> Result<Self, Error> {
         let mut mirror = Self::new();
         for folder_id in [FOLDER_MAIN, FOLDER_ARCHIVE] {
+            // With the dialogs that have no message yet: a draft or a mute there is the
+            // owner's as much as one on a dialog with messages.
             let mut request = GetDialogsRequest {
                 limit: RELOAD_PAGE,
                 folder_id,
+                include_empty: true,
                 ..GetDialogsRequest::default()
             };
             // The folder's pinned dialogs come first, in their order.
@@ -472,6 +482,7 @@ impl Mirror {
                     offset_pinned: last.pinned,
                     limit: RELOAD_PAGE,
                     folder_id,
+                    include_empty: true,
                     ..GetDialogsRequest::default()
                 };
                 let last_page = page.len() < RELOAD_PAGE as usize;
@@ -541,7 +552,9 @@ impl Mirror {
         let peer = dialog.peer_user();
         let mut messages = BTreeMap::new();
         let mut offset_id = 0;
-        loop {
+        // A dialog without a top message has no history to read.
+        let mut more = dialog.top_message_id > 0;
+        while more {
             let page = client
                 .get_history(GetHistoryRequest {
                     peer: Some(InputPeer::user(peer)),
@@ -554,13 +567,10 @@ impl Mirror {
             let Some(oldest) = page.last().map(|m| m.id) else {
                 break;
             };
-            let last_page = page.len() < RELOAD_PAGE as usize;
+            more = page.len() == RELOAD_PAGE as usize && oldest > 1;
             for m in page {
                 self.dialog_of.insert(m.id, peer);
                 messages.insert(m.id, m);
-            }
-            if last_page || oldest <= 1 {
-                break;
             }
             offset_id = oldest;
         }
@@ -580,6 +590,7 @@ impl Mirror {
                 unread_mark: dialog.unread_mark,
                 notify_settings: dialog.notify_settings.unwrap_or_default(),
                 draft: dialog.draft,
+                settings_bar_hidden: dialog.settings_bar_hidden,
                 messages,
             },
         );

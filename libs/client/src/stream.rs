@@ -8,7 +8,7 @@ use oxigram_proto::{
     api::v1::{
         AffectedMessages, EditMessageResponse, SendMessageResponse, StreamEvent, stream_event,
     },
-    types::v1::PtsUpdate,
+    types::v1::{PtsUpdate, User},
 };
 use tokio::{sync::mpsc, time::Instant};
 use tonic::{Status, Streaming};
@@ -71,6 +71,9 @@ pub enum Event {
     Typing(Typing),
     /// Transient: a user's presence changed.
     Status(StatusChange),
+    /// Transient: a user the account shows (a contact, either way, or a dialog's peer)
+    /// changed her profile; the user as the account may see her, without a status.
+    User(User),
 }
 
 /// Which part of the stream's work failed.
@@ -318,6 +321,11 @@ impl UpdateStream {
                             user_id: s.user_id,
                             status: s.status,
                         }))
+                    }
+                    Some(stream_event::Kind::User(u)) => {
+                        if let Some(user) = u.user {
+                            self.ready.push_back(Event::User(user));
+                        }
                     }
                     None => {}
                 }

@@ -158,7 +158,7 @@ async fn resumes_after_a_lost_stream_and_catches_up_in_slices()
                 seen.push(format!("failed: {}", error.code()));
             }
             Event::TooLong { pts } => seen.push(format!("too long at {pts}")),
-            Event::Typing(_) | Event::Status(_) => {}
+            Event::Typing(_) | Event::Status(_) | Event::User(_) => {}
         }
     }
     let d = Source::Difference;

@@ -19,15 +19,20 @@ pub type GrpcChannel = InterceptedService<Link, TracePropagation>;
 /// A channel to `endpoint`: in-process when the service is served in this process at the
 /// time of a call ([`crate::local`]), otherwise lazily connected over the network (the
 /// first call connects, a broken connection reconnects).
+/// An endpoint whose host is a name is balanced over the name's serving addresses
+/// ([`crate::balance`]).
 pub fn channel(endpoint: &str, timeout: Duration) -> anyhow::Result<GrpcChannel> {
-    let remote = Endpoint::from_shared(endpoint.to_owned())?
-        .connect_timeout(Duration::from_secs(2))
-        .timeout(timeout)
-        .tcp_nodelay(true)
-        .http2_keep_alive_interval(Duration::from_secs(20))
-        .connect_lazy();
+    let connection = move |endpoint: Endpoint| {
+        endpoint
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(timeout)
+            .tcp_nodelay(true)
+            .http2_keep_alive_interval(Duration::from_secs(20))
+    };
+    let (remote, addresses) =
+        crate::balance::remote_channel(endpoint, connection, &crate::balance::discovery())?;
     Ok(InterceptedService::new(
-        Link::new(endpoint, remote, timeout),
+        Link::balanced(endpoint, remote, addresses, timeout),
         TracePropagation,
     ))
 }

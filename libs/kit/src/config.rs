@@ -90,6 +90,31 @@ impl Default for OutboxConfig {
     }
 }
 
+/// How long a service waits on Redis, and when it stops asking: Redis holds only what can be
+/// rebuilt, so no request waits on it longer than the call budget.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RedisConfig {
+    /// Longest one Redis call (connecting included) may take before the caller goes on
+    /// without it, in ms.
+    pub call_timeout_ms: u64,
+    /// Failed calls in a row after which the breaker opens: calls then fail at once, without
+    /// touching Redis, until a background probe gets an answer.
+    pub breaker_failures: u32,
+    /// How often an open breaker probes Redis (one PING within the call budget), in ms.
+    pub breaker_probe_ms: u64,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self {
+            call_timeout_ms: 250,
+            breaker_failures: 3,
+            breaker_probe_ms: 500,
+        }
+    }
+}
+
 /// Gateway-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -219,6 +244,47 @@ pub struct MtprotoConfig {
     pub rsa_key_file: Option<String>,
 }
 
+/// Default of [`BalancingConfig::endpoint_refresh_ms`].
+pub const DEFAULT_ENDPOINT_REFRESH_MS: u64 = 2_000;
+
+/// How callers spread calls over a service's replicas ([`crate::balance`]) and how a
+/// replica leaves them when it stops.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BalancingConfig {
+    /// Time between two resolutions of a callee's name (and health checks of its addresses).
+    pub endpoint_refresh_ms: u64,
+    /// A hosts file (`address name…` lines) consulted before DNS at every resolution.
+    pub hosts_file: Option<std::path::PathBuf>,
+    /// On shutdown, how long a service keeps serving after it turned NOT_SERVING, so that
+    /// callers (at their next refresh) and Kubernetes endpoints drop it before it stops
+    /// taking calls. Longer than `endpoint_refresh_ms` where replicas come and go.
+    pub shutdown_drain_ms: u64,
+}
+
+impl Default for BalancingConfig {
+    fn default() -> Self {
+        Self {
+            endpoint_refresh_ms: DEFAULT_ENDPOINT_REFRESH_MS,
+            hosts_file: None,
+            shutdown_drain_ms: 0,
+        }
+    }
+}
+
+impl BalancingConfig {
+    pub fn discovery(&self) -> crate::balance::Discovery {
+        crate::balance::Discovery {
+            refresh: Duration::from_millis(self.endpoint_refresh_ms.max(50)),
+            hosts_file: self.hosts_file.clone(),
+        }
+    }
+
+    pub fn shutdown_drain(&self) -> Duration {
+        Duration::from_millis(self.shutdown_drain_ms)
+    }
+}
+
 /// The whole configuration of an oxigram process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -231,6 +297,8 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// Prefix of every Redis key, so several installations can share one Redis.
     pub redis_key_prefix: String,
+    /// The Redis call budget and circuit breaker.
+    pub redis: RedisConfig,
     pub db_pool_size: u32,
     /// Deadline of every internal gRPC call.
     pub rpc_timeout_ms: u64,
@@ -241,6 +309,7 @@ pub struct Config {
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
     pub mtproto: MtprotoConfig,
+    pub balancing: BalancingConfig,
 }
 
 impl Default for Config {
@@ -251,6 +320,7 @@ impl Default for Config {
             database_url: None,
             redis_url: None,
             redis_key_prefix: "oxigram:".into(),
+            redis: RedisConfig::default(),
             db_pool_size: 16,
             rpc_timeout_ms: 5_000,
             services: Services::default(),
@@ -260,6 +330,7 @@ impl Default for Config {
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
             mtproto: MtprotoConfig::default(),
+            balancing: BalancingConfig::default(),
         }
     }
 }

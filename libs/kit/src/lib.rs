@@ -2,9 +2,11 @@
 //! with health, reflection and trace propagation, client channels with deadlines (in-process
 //! when the callee serves in the same process), and graceful shutdown on SIGTERM/SIGINT.
 
+pub mod balance;
 pub mod client;
 pub mod config;
 pub mod local;
+pub mod rpc_metrics;
 pub mod server;
 pub mod shutdown;
 pub mod startup;

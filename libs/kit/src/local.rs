@@ -10,7 +10,7 @@ use std::{
     collections::HashMap,
     sync::{
         Arc, LazyLock, RwLock,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     task::{Context, Poll},
     time::Duration,
@@ -75,15 +75,29 @@ fn served_here(endpoint: &str) -> Option<LocalRoutes> {
 pub struct Link {
     endpoint: Arc<str>,
     remote: Channel,
+    /// Addresses the remote channel balances over ([`crate::balance`]): with none, a call
+    /// fails at once instead of waiting in the balancer for one to appear.
+    remote_addresses: Arc<AtomicUsize>,
     timeout: Duration,
     local: Option<LocalRoutes>,
 }
 
 impl Link {
     pub fn new(endpoint: &str, remote: Channel, timeout: Duration) -> Self {
+        Self::balanced(endpoint, remote, Arc::new(AtomicUsize::new(1)), timeout)
+    }
+
+    /// A link whose remote channel balances over `remote_addresses` addresses.
+    pub fn balanced(
+        endpoint: &str,
+        remote: Channel,
+        remote_addresses: Arc<AtomicUsize>,
+        timeout: Duration,
+    ) -> Self {
         Self {
             endpoint: endpoint.into(),
             remote,
+            remote_addresses,
             timeout,
             local: None,
         }
@@ -113,6 +127,14 @@ impl Service<http::Request<Body>> for Link {
                     tokio::time::timeout(timeout, answer)
                         .await
                         .map_err(|_| Status::deadline_exceeded("the call timed out"))?
+                })
+            }
+            None if self.remote_addresses.load(Ordering::Relaxed) == 0 => {
+                let endpoint = self.endpoint.clone();
+                Box::pin(async move {
+                    Err(BoxError::from(Status::unavailable(format!(
+                        "no serving replica of {endpoint}"
+                    ))))
                 })
             }
             None => {

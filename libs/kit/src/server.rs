@@ -3,7 +3,8 @@
 //! same process reach its routes in-process ([`crate::local`]). Health starts NOT_SERVING; the
 //! service flips it with [`Readiness`] once its migrations ran and its dependencies answer.
 //! Requests of the client API that tonic refuses before any codec reads them get the same
-//! stable code as a body that does not decode ([`ClientApiFramesLayer`]).
+//! stable code as a body that does not decode ([`ClientApiFramesLayer`]). Every request is
+//! counted and timed by method and answered code ([`crate::rpc_metrics`]).
 
 use std::task::{Context, Poll};
 
@@ -24,7 +25,7 @@ use tonic_health::{
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use tower_http::trace::TraceLayer;
 
-use crate::{ServiceAddr, local};
+use crate::{ServiceAddr, local, rpc_metrics::RpcMetricsLayer};
 
 /// Flips a service's health between NOT_SERVING and SERVING.
 #[derive(Clone)]
@@ -54,6 +55,8 @@ pub struct GrpcServer {
     listener: tokio::net::TcpListener,
     health: HealthServer<HealthService>,
     readiness: Readiness,
+    /// Time it keeps serving, NOT_SERVING, after shutdown was asked.
+    drain: std::time::Duration,
 }
 
 impl GrpcServer {
@@ -74,7 +77,15 @@ impl GrpcServer {
             listener,
             health,
             readiness,
+            drain: std::time::Duration::ZERO,
         })
+    }
+
+    /// On shutdown, keeps serving for `drain` after reporting NOT_SERVING, so that balancing
+    /// callers and Kubernetes endpoints stop sending calls before it stops taking them.
+    pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
+        self.drain = drain;
+        self
     }
 
     pub fn readiness(&self) -> Readiness {
@@ -102,8 +113,10 @@ impl GrpcServer {
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
         let trace = TraceLayer::new_for_grpc().make_span_with(GrpcMakeSpan { service: self.name });
+        let metered = RpcMetricsLayer { service: self.name };
         let traced = ServiceBuilder::new()
             .layer(trace.clone())
+            .layer(metered)
             .layer(ClientApiFramesLayer)
             .service(routes.clone().add_service(self.health.clone()));
         let answered =
@@ -111,12 +124,22 @@ impl GrpcServer {
         let in_process = ServiceExt::<http::Request<Body>>::map_err(answered, BoxError::from);
         let _registration = local::register(&self.endpoint, BoxCloneSyncService::new(in_process));
         let readiness = self.readiness.clone();
+        let (name, drain) = (self.name, self.drain);
         let stop = async move {
             shutdown.cancelled().await;
             readiness.not_serving().await;
+            if !drain.is_zero() {
+                tracing::info!(
+                    service = name,
+                    ?drain,
+                    "NOT_SERVING; draining before stopping"
+                );
+                tokio::time::sleep(drain).await;
+            }
         };
         Server::builder()
             .layer(trace)
+            .layer(metered)
             .layer(ClientApiFramesLayer)
             .add_routes(routes)
             .add_service(self.health)

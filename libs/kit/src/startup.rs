@@ -32,7 +32,9 @@ impl Starting {
         schema: &'static str,
         migrations: &'static Migrator,
     ) -> anyhow::Result<Self> {
-        let server = GrpcServer::bind(name, me).await?;
+        let server = GrpcServer::bind(name, me)
+            .await?
+            .with_drain(config.balancing.shutdown_drain());
         let pool = oxigram_storage::connect_lazy(
             &config.database_url_for(me)?,
             schema,
@@ -85,7 +87,7 @@ pub fn become_ready(
     shutdown: CancellationToken,
 ) -> futures::future::BoxFuture<'static, anyhow::Result<()>> {
     Box::pin(async move {
-        oxigram_storage::migrate(&pool, schema, &[migrations, &oxigram_outbox::MIGRATOR]).await?;
+        migrate(&pool, schema, migrations).await?;
         for (name, endpoint) in dependencies {
             if let Err(err) = crate::client::wait_serving(name, &endpoint, &shutdown).await {
                 // Shut down before the dependency answered: not a start-up failure.
@@ -99,6 +101,26 @@ pub fn become_ready(
         tracing::info!(schema, "service ready");
         Ok(())
     })
+}
+
+/// Migrates a service's schema with its own migrations and the outbox's: the first step of
+/// every start, and all that `oxigram migrate` does.
+pub async fn migrate(pool: &PgPool, schema: &str, migrations: &Migrator) -> anyhow::Result<()> {
+    oxigram_storage::migrate(pool, schema, &[migrations, &oxigram_outbox::MIGRATOR]).await
+}
+
+/// Connects to a service's database and migrates its schema, without serving anything.
+pub async fn migrate_only(
+    config: &Config,
+    me: &ServiceAddr,
+    schema: &str,
+    migrations: &Migrator,
+) -> anyhow::Result<()> {
+    let pool =
+        oxigram_storage::connect_lazy(&config.database_url_for(me)?, schema, config.db_pool_size)?;
+    migrate(&pool, schema, migrations).await?;
+    pool.close().await;
+    Ok(())
 }
 
 /// The relay settings of the shared configuration.

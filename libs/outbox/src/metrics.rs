@@ -14,6 +14,7 @@ struct OutboxMetrics {
     failed: Family<Labels, Counter>,
     oldest_pending: Family<Labels, Gauge<f64, AtomicU64>>,
     failed_rows: Family<Labels, Gauge>,
+    pending_rows: Family<Labels, Gauge>,
 }
 
 fn get() -> &'static OutboxMetrics {
@@ -25,6 +26,7 @@ fn get() -> &'static OutboxMetrics {
             failed: Family::default(),
             oldest_pending: Family::default(),
             failed_rows: Family::default(),
+            pending_rows: Family::default(),
         };
         oxigram_telemetry::metrics::register(
             "outbox_delivered",
@@ -50,6 +52,11 @@ fn get() -> &'static OutboxMetrics {
             "outbox_failed_rows",
             "Rows kept as failed, waiting for an operator",
             m.failed_rows.clone(),
+        );
+        oxigram_telemetry::metrics::register(
+            "outbox_pending_rows",
+            "Rows waiting for delivery: facts promised to clients and not yet handed on",
+            m.pending_rows.clone(),
         );
         m
     })
@@ -82,11 +89,18 @@ pub(crate) fn failed(schema: &str, destination: &str, n: u64) {
         .inc_by(n);
 }
 
-pub(crate) fn backlog(schema: &str, destination: &str, oldest_pending_secs: f64, failed_rows: i64) {
+pub(crate) fn backlog(
+    schema: &str,
+    destination: &str,
+    oldest_pending_secs: f64,
+    failed_rows: i64,
+    pending_rows: i64,
+) {
     let l = labels(schema, destination);
     get()
         .oldest_pending
         .get_or_create(&l)
         .set(oldest_pending_secs);
     get().failed_rows.get_or_create(&l).set(failed_rows);
+    get().pending_rows.get_or_create(&l).set(pending_rows);
 }

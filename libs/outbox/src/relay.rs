@@ -270,9 +270,9 @@ impl<D: Destination> Relay<D> {
         Ok(())
     }
 
-    /// The age of the oldest pending row and the number of failed ones (primary key of outbox,
-    /// from its head: pending rows are few unless a destination is down).
-    async fn backlog(&self) -> Result<(f64, i64), sqlx::Error> {
+    /// The age of the oldest pending row, the number of failed ones and the number of pending
+    /// ones (see the statement for its indexes).
+    async fn backlog(&self) -> Result<(f64, i64, i64), sqlx::Error> {
         sqlx::query_as(include_str!("../sql/backlog.sql"))
             .bind(D::NAME)
             .fetch_one(&self.pool)
@@ -316,10 +316,10 @@ impl Backlog {
             return;
         }
         self.last_look = Some(tokio::time::Instant::now());
-        let Ok((oldest, failed)) = relay.backlog().await else {
+        let Ok((oldest, failed, pending)) = relay.backlog().await else {
             return;
         };
-        metrics::backlog(relay.schema, D::NAME, oldest, failed);
+        metrics::backlog(relay.schema, D::NAME, oldest, failed, pending);
         let late = oldest >= BACKLOG_WARN_AGE_SECS;
         if late && !self.warned {
             tracing::warn!(

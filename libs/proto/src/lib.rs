@@ -139,8 +139,8 @@ mod peers {
     }
     use crate::types::v1::{
         Dialog, FolderPeer, Message, UpdateDeliveredOutbox, UpdateDialogPinned,
-        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateNotifySettings, UpdateReadHistoryInbox,
-        UpdateReadHistoryOutbox,
+        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateNotifySettings,
+        UpdatePeerSettingsBarHidden, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
     };
     peer_user!(
         Message => peer_id,
@@ -149,6 +149,7 @@ mod peers {
         UpdateDialogUnreadMark => peer,
         UpdateNotifySettings => peer,
         UpdateDraftMessage => peer,
+        UpdatePeerSettingsBarHidden => peer,
         Dialog => peer,
         UpdateReadHistoryInbox => peer,
         UpdateReadHistoryOutbox => peer,

@@ -17,10 +17,14 @@
 //!   to be offline: [`Lookup::complete`] is false and dispatch keeps the job for its retry.
 //!
 //! When Redis is down, lookups fail and pushes wait for the relay's retry; sending goes on.
+//! No call waits on Redis longer than its budget, and a Redis that keeps failing is not
+//! called at all until it answers a probe ([`RedisHandle`]).
+
+mod handle;
 
 use std::{collections::HashMap, time::Duration};
 
-use redis::aio::ConnectionManager;
+pub use handle::{RedisBudget, RedisHandle};
 
 /// Most routes [`Routes::register_all`] sends in one round trip: a gateway's streams in one
 /// pipeline, unless there are so many that one reply could outlast the call's timeout.
@@ -32,48 +36,6 @@ pub struct Route {
     pub auth_key_id: i64,
     pub epoch: u64,
     pub push_endpoint: String,
-}
-
-/// A Redis connection made on first use and re-made after failures, with short timeouts:
-/// Redis is never worth blocking a request for. No lock guards it: callers share one
-/// multiplexed connection, and a caller that finds it broken starts its replacement without
-/// making the others wait behind a connect.
-#[derive(Clone)]
-pub struct RedisHandle {
-    conn: ConnectionManager,
-}
-
-impl RedisHandle {
-    /// Connects on first use. Must be called inside a Tokio runtime.
-    pub fn new(url: &str) -> redis::RedisResult<Self> {
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(1)))
-            .set_response_timeout(Some(Duration::from_secs(1)))
-            .set_number_of_retries(1);
-        let conn = ConnectionManager::new_lazy_with_config(redis::Client::open(url)?, config)?;
-        Ok(Self { conn })
-    }
-
-    pub fn connection(&self) -> ConnectionManager {
-        self.conn.clone()
-    }
-
-    /// Runs `pipe`, and once more when the connection it found had dropped (Redis restarted
-    /// since the last call): the first call after a restart fails on the old socket and only
-    /// then starts the new one, and the table's readers and writers are idempotent. A refused
-    /// connection (Redis still down) or a timeout is not retried.
-    pub async fn query<T: redis::FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> redis::RedisResult<T> {
-        let mut conn = self.connection();
-        match pipe.query_async(&mut conn).await {
-            Err(err) if err.is_connection_dropped() && !err.is_connection_refusal() => {
-                pipe.query_async(&mut conn).await
-            }
-            answer => answer,
-        }
-    }
 }
 
 /// The route table as the gateways write it: a route lives `ttl` unless refreshed.
@@ -200,14 +162,11 @@ impl Routes {
 
     /// Removes a device's route, unless a newer connection replaced it meanwhile.
     pub async fn unregister(&self, user_id: i64, route: &Route) -> redis::RedisResult<()> {
-        let mut conn = self.redis.connection();
         let value = format!("{}|{}", route.epoch, route.push_endpoint);
-        redis::Script::new(UNREGISTER)
-            .key(self.keys.user(user_id))
-            .arg(route.auth_key_id)
-            .arg(value)
-            .invoke_async::<i64>(&mut conn)
-            .await?;
+        let script = redis::Script::new(UNREGISTER);
+        let mut invocation = script.key(self.keys.user(user_id));
+        invocation.arg(route.auth_key_id).arg(value);
+        self.redis.invoke::<i64>(&invocation).await?;
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 //! context, and the server-side span maker that continues it. The same text form is stored
 //! with outbox rows so a trace also survives the hand-off through a table.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use opentelemetry::propagation::{Extractor, Injector};
 use opentelemetry_http::HeaderExtractor;
@@ -87,18 +87,36 @@ impl Extractor for OneHeader<'_> {
     }
 }
 
-/// Continues a stored trace: `span` becomes a child of `traceparent`; further stored contexts
-/// become links (a batch may carry work from many traces).
+/// Continues stored traces in a batch's `span`: it becomes the child of the first trace; each
+/// other distinct trace (once, however many rows carry it) gets a link from the batch span and
+/// a span of its own, named like the batch, that links to the batch span. A backend showing any
+/// member's trace then finds the batch and, through it, the hops that followed.
 pub fn continue_stored<'a>(span: &Span, traceparents: impl IntoIterator<Item = &'a str>) {
-    let mut first = true;
+    use opentelemetry::trace::TraceContextExt;
+
+    let mut seen = HashSet::new();
+    let mut members = Vec::new();
     for tp in traceparents {
         let cx = opentelemetry::global::get_text_map_propagator(|p| p.extract(&OneHeader(tp)));
-        if first {
-            let _ = span.set_parent(cx);
-            first = false;
-        } else {
-            use opentelemetry::trace::TraceContextExt;
-            span.add_link(cx.span().span_context().clone());
+        let member = cx.span().span_context().clone();
+        if !member.is_valid() || !seen.insert(member.trace_id()) {
+            continue;
         }
+        if seen.len() == 1 {
+            let _ = span.set_parent(cx);
+        } else {
+            members.push(cx);
+        }
+    }
+    if members.is_empty() {
+        return;
+    }
+    let batch = span.context().span().span_context().clone();
+    let name = span.metadata().map_or("batch", |m| m.name());
+    for cx in members {
+        span.add_link(cx.span().span_context().clone());
+        let member = tracing::info_span!(parent: None, "batch.member", otel.name = name);
+        let _ = member.set_parent(cx);
+        member.add_link(batch.clone());
     }
 }

@@ -168,7 +168,8 @@ impl DeviceReport {
             | Event::TooLong { .. }
             | Event::Resumed { .. }
             | Event::Typing(_)
-            | Event::Status(_) => {}
+            | Event::Status(_)
+            | Event::User(_) => {}
         }
     }
 }

@@ -39,9 +39,12 @@ another replica).
     fieldRef:
       fieldPath: status.podIP
 {{- end }}
-{{- with $v.config.file }}
+{{- if include "oxigram.configMapName" $ctx }}
 - name: OXIGRAM_CONFIG
-  value: {{ . | quote }}
+  value: /etc/oxigram/chart/oxigram.toml
+{{- else if $v.config.file }}
+- name: OXIGRAM_CONFIG
+  value: {{ $v.config.file | quote }}
 {{- end }}
 {{- if or $v.database.existingSecret $v.database.url }}
 - name: OXIGRAM_DATABASE_URL
@@ -61,6 +64,10 @@ another replica).
   value: {{ $v.config.dbPoolSize | int | quote }}
 - name: OXIGRAM_RPC_TIMEOUT_MS
   value: {{ $v.config.rpcTimeoutMs | int | quote }}
+- name: OXIGRAM_BALANCING__ENDPOINT_REFRESH_MS
+  value: {{ $v.balancing.endpointRefreshMs | int | quote }}
+- name: OXIGRAM_BALANCING__SHUTDOWN_DRAIN_MS
+  value: {{ $v.balancing.shutdownDrainMs | int | quote }}
 {{- range $svc := include "oxigram.componentNames" $ctx | splitList " " }}
 {{- $port := (index $v $svc).port | int }}
 {{- if $single }}
@@ -74,7 +81,7 @@ another replica).
   value: {{ printf "0.0.0.0:%d" $port | quote }}
 {{- end }}
 - name: OXIGRAM_SERVICES__{{ upper $svc }}__ENDPOINT
-  value: {{ printf "http://%s:%d" (include "oxigram.resourceName" (dict "ctx" $ctx "component" $svc)) $port | quote }}
+  value: {{ printf "http://%s:%d" (include "oxigram.headlessName" (dict "ctx" $ctx "component" $svc)) $port | quote }}
 {{- end }}
 {{- if or $single (eq $svc $component) }}
 {{- include "oxigram.componentDatabaseEnv" (dict "ctx" $ctx "component" $svc) }}

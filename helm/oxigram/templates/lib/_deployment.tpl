@@ -3,10 +3,25 @@ Deployments: the one pod template (used by the six services in distributed mode 
 single binary) and its per-service entry point.
 */}}
 
-{{/* One gRPC-health probe. Call with (dict "port" 7711 "settings" .Values.probes.readiness). */}}
+{{/*
+One probe of the gRPC health service (service name ""). Kubernetes 1.24+ probes gRPC itself;
+on older clusters the probe runs `oxigram health`, which makes the same call from inside the
+container. Call with (dict "ctx" $ "port" 7711 "settings" .Values.probes.readiness).
+*/}}
 {{- define "oxigram.grpcProbe" -}}
+{{- if include "oxigram.hasGrpcProbes" .ctx }}
 grpc:
   port: {{ .port | int }}
+{{- else }}
+exec:
+  command:
+    - {{ .ctx.Values.image.binary | quote }}
+    - health
+    - --endpoint
+    - {{ printf "http://127.0.0.1:%d" (.port | int) | quote }}
+    - --timeout-ms
+    - {{ mul (.settings.timeoutSeconds | int) 1000 | quote }}
+{{- end }}
 {{ toYaml .settings }}
 {{- end -}}
 
@@ -33,7 +48,8 @@ spec:
   {{- if not $autoscaled }}
   replicas: {{ $c.replicas | int }}
   {{- end }}
-  revisionHistoryLimit: 5
+  revisionHistoryLimit: {{ $v.rollout.revisionHistoryLimit | int }}
+  minReadySeconds: {{ $v.rollout.minReadySeconds | int }}
   strategy:
     {{- if and $withMedia (include "oxigram.mediaSingleWriter" $ctx) }}
     # The blob volume can be mounted by one pod only: stop the old pod first.
@@ -41,8 +57,8 @@ spec:
     {{- else }}
     type: RollingUpdate
     rollingUpdate:
-      maxSurge: 1
-      maxUnavailable: 0
+      maxSurge: {{ $v.rollout.maxSurge }}
+      maxUnavailable: {{ $v.rollout.maxUnavailable }}
     {{- end }}
   selector:
     matchLabels:
@@ -57,6 +73,9 @@ spec:
       {{- $annotations := merge (dict) ($c.podAnnotations | default (dict)) ($v.podAnnotations | default (dict)) }}
       {{- if include "oxigram.createSecret" $ctx }}
       {{- $_ := set $annotations "checksum/secret" (include (print $ctx.Template.BasePath "/secret.yaml") $ctx | sha256sum) }}
+      {{- end }}
+      {{- if $v.config.inline }}
+      {{- $_ := set $annotations "checksum/config" (include (print $ctx.Template.BasePath "/configmap.yaml") $ctx | sha256sum) }}
       {{- end }}
       {{- with $annotations }}
       annotations:
@@ -73,6 +92,13 @@ spec:
       securityContext:
         {{- toYaml $v.podSecurityContext | nindent 8 }}
       terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds | int }}
+      {{- with $v.priorityClassName }}
+      priorityClassName: {{ . | quote }}
+      {{- end }}
+      {{- with $v.initContainers }}
+      initContainers:
+        {{- tpl (toYaml .) $ctx | nindent 8 }}
+      {{- end }}
       containers:
         - name: {{ ternary "oxigram" $component (eq $component "single-binary") }}
           image: {{ include "oxigram.image" $ctx | quote }}
@@ -94,13 +120,17 @@ spec:
             {{- end }}
           env:
             {{- include "oxigram.env" (dict "ctx" $ctx "component" $component "values" $c) | trim | nindent 12 }}
+          {{- with $v.extraEnvFrom }}
+          envFrom:
+            {{- tpl (toYaml .) $ctx | nindent 12 }}
+          {{- end }}
           startupProbe:
-            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.startup) | nindent 12 }}
+            {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.startup) | trim | nindent 12 }}
           readinessProbe:
-            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.readiness) | nindent 12 }}
+            {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.readiness) | trim | nindent 12 }}
           livenessProbe:
-            {{- include "oxigram.grpcProbe" (dict "port" .port "settings" $v.probes.liveness) | nindent 12 }}
-          {{- with $c.resources }}
+            {{- include "oxigram.grpcProbe" (dict "ctx" $ctx "port" .port "settings" $v.probes.liveness) | trim | nindent 12 }}
+          {{- with ($c.resources | default (include "oxigram.resourcesPreset" (dict "ctx" $ctx "component" $component) | fromYaml)) }}
           resources:
             {{- toYaml . | nindent 12 }}
           {{- end }}
@@ -113,6 +143,24 @@ spec:
             - name: media-blobs
               mountPath: {{ $v.media.blobDir }}
             {{- end }}
+            {{- if include "oxigram.configMapName" $ctx }}
+            - name: config
+              mountPath: /etc/oxigram/chart
+              readOnly: true
+            {{- end }}
+            {{- with $v.extraVolumeMounts }}
+            {{- tpl (toYaml .) $ctx | nindent 12 }}
+            {{- end }}
+          {{- /* No preStop sleep is needed: on SIGTERM the process itself turns NOT_SERVING
+          and keeps serving for balancing.shutdownDrainMs while the endpoints and its callers
+          drop it, then finishes the calls in flight. */}}
+          {{- with $v.lifecycle }}
+          lifecycle:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+        {{- with $v.extraContainers }}
+        {{- tpl (toYaml .) $ctx | nindent 8 }}
+        {{- end }}
       volumes:
         - name: tmp
           emptyDir: {}
@@ -128,12 +176,24 @@ spec:
           emptyDir: {}
           {{- end }}
         {{- end }}
+        {{- with include "oxigram.configMapName" $ctx }}
+        - name: config
+          configMap:
+            name: {{ . }}
+        {{- end }}
+        {{- with $v.extraVolumes }}
+        {{- tpl (toYaml .) $ctx | nindent 8 }}
+        {{- end }}
       {{- with $c.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- with $c.affinity }}
+      {{- with ($c.affinity | default (include "oxigram.defaultAffinity" (dict "ctx" $ctx "component" $component) | fromYaml)) }}
       affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with ($c.topologySpreadConstraints | default (include "oxigram.defaultTopologySpread" (dict "ctx" $ctx "component" $component) | fromYamlArray)) }}
+      topologySpreadConstraints:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       {{- with $c.tolerations }}

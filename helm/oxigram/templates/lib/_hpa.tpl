@@ -1,11 +1,11 @@
 {{/* HorizontalPodAutoscalers (distributed mode only: the single binary does not autoscale). */}}
 
-{{/* A service's HorizontalPodAutoscaler on CPU, when `<service>.autoscaling.enabled`. Call with (dict "ctx" $ "component" "messages"). */}}
+{{/* A service's HorizontalPodAutoscaler on CPU (plus memory and `autoscaling.metrics`, e.g. Pods metrics from a custom-metrics adapter), with `autoscaling.behavior`, when `<service>.autoscaling.enabled`. Call with (dict "ctx" $ "component" "messages"). */}}
 {{- define "oxigram.componentHpa" -}}
 {{- if include "oxigram.distributed" .ctx -}}
 {{- $c := index .ctx.Values .component -}}
 {{- if $c.autoscaling.enabled }}
-apiVersion: autoscaling/v2
+apiVersion: {{ include "oxigram.hpaApiVersion" .ctx }}
 kind: HorizontalPodAutoscaler
 metadata:
   name: {{ include "oxigram.resourceName" . }}
@@ -26,6 +26,21 @@ spec:
         target:
           type: Utilization
           averageUtilization: {{ $c.autoscaling.targetCPUUtilizationPercentage | int }}
+    {{- with $c.autoscaling.targetMemoryUtilizationPercentage }}
+    - type: Resource
+      resource:
+        name: memory
+        target:
+          type: Utilization
+          averageUtilization: {{ . | int }}
+    {{- end }}
+    {{- with $c.autoscaling.metrics }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $c.autoscaling.behavior }}
+  behavior:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end }}
 {{- end -}}
 {{- end -}}

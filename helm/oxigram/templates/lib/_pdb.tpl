@@ -4,7 +4,7 @@
 {{- define "oxigram.pdb" -}}
 {{- $c := .values -}}
 {{- if dig "podDisruptionBudget" "enabled" false $c }}
-apiVersion: policy/v1
+apiVersion: {{ include "oxigram.pdbApiVersion" .ctx }}
 kind: PodDisruptionBudget
 metadata:
   name: {{ include "oxigram.resourceName" (dict "ctx" .ctx "component" .component) }}
