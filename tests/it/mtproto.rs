@@ -97,6 +97,20 @@ async fn sign_up(client: &mut Client, phone: &str) -> anyhow::Result<types::User
     Ok(user)
 }
 
+/// The latest ten messages with `peer`.
+fn latest(peer: enums::InputPeer) -> functions::messages::GetHistory {
+    functions::messages::GetHistory {
+        peer,
+        offset_id: 0,
+        offset_date: 0,
+        add_offset: 0,
+        limit: 10,
+        max_id: 0,
+        min_id: 0,
+        hash: 0,
+    }
+}
+
 async fn me(client: &mut Client) -> Result<Vec<enums::User>, ClientError> {
     client
         .invoke(&functions::users::GetUsers {
@@ -153,18 +167,7 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
     };
     assert!(sent.out);
     assert_eq!((sent.pts, sent.pts_count), (1, 1));
-    let history = client
-        .invoke(&functions::messages::GetHistory {
-            peer: enums::InputPeer::PeerSelf,
-            offset_id: 0,
-            offset_date: 0,
-            add_offset: 0,
-            limit: 10,
-            max_id: 0,
-            min_id: 0,
-            hash: 0,
-        })
-        .await?;
+    let history = client.invoke(&latest(enums::InputPeer::PeerSelf)).await?;
     let enums::messages::Messages::Messages(history) = history else {
         anyhow::bail!("history answered {history:?}");
     };
@@ -179,16 +182,9 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
     assert_eq!(texts, vec![(sent.id, "hello over MTProto".to_owned())]);
     // Another user's chat is refused with Telegram's name for it.
     let nobody = client
-        .invoke(&functions::messages::GetHistory {
-            peer: enums::InputPeer::Chat(types::InputPeerChat { chat_id: 5 }),
-            offset_id: 0,
-            offset_date: 0,
-            add_offset: 0,
-            limit: 10,
-            max_id: 0,
-            min_id: 0,
-            hash: 0,
-        })
+        .invoke(&latest(enums::InputPeer::Chat(types::InputPeerChat {
+            chat_id: 5,
+        })))
         .await;
     assert!(
         matches!(nobody, Err(ClientError::Rpc(ref e)) if e.code == 400 && e.message == "PEER_ID_INVALID"),
