@@ -158,6 +158,18 @@ pub async fn up(
     if config.media.blob_dir == oxigram_kit::config::MediaConfig::default().blob_dir {
         config.media.blob_dir = options.data_dir.join("media").display().to_string();
     }
+    if config.mtproto.rsa_key_file.is_none() {
+        let key = mtproto_key(&options.data_dir)?;
+        config.mtproto.rsa_key_file = Some(key.display().to_string());
+        config
+            .mtproto
+            .listen
+            .get_or_insert_with(|| std::net::SocketAddr::from(([127, 0, 0, 1], 7443)));
+    }
+    if let (Some(listen), Some(key)) = (config.mtproto.listen, &config.mtproto.rsa_key_file) {
+        let fingerprint = svc_gateway::mtproto::load_key(key)?.fingerprint();
+        println!("mtproto: {listen} (RSA key {key}, fingerprint {fingerprint})");
+    }
     let config = Arc::new(config);
     let gateway = config.services.gateway.endpoint.clone();
     let announce = {
@@ -180,4 +192,22 @@ pub async fn up(
         tokio::task::spawn_blocking(move || local.stop()).await??;
     }
     outcome
+}
+
+/// The MTProto door's RSA key in the data folder, made on first start (with its public half
+/// beside it, the PEM clients are given).
+fn mtproto_key(data_dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let private = data_dir.join("mtproto_rsa.pem");
+    if private.exists() {
+        return Ok(private);
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let key = oxigram_mtproto::ServerKey::generate()?;
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    std::io::Write::write_all(&mut file.open(&private)?, key.private_pem()?.as_bytes())?;
+    std::fs::write(data_dir.join("mtproto_rsa.pub.pem"), key.public_pem()?)?;
+    Ok(private)
 }

@@ -18,6 +18,7 @@ pub mod last_seen;
 mod media_api;
 mod messages_api;
 mod metrics;
+pub mod mtproto;
 mod outbound;
 mod own_updates;
 pub mod people;
@@ -179,10 +180,16 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         let shutdown = shutdown.clone();
         let gateway = gateway.clone();
         async move {
+            let door = async {
+                if let Err(error) = mtproto::serve(gateway.clone(), shutdown.clone()).await {
+                    tracing::error!(error = format!("{error:#}"), "MTProto door closed");
+                }
+            };
             tokio::join!(
                 refresh_routes(&gateway, &shutdown),
                 keep_routes(&gateway, &shutdown),
-                relay
+                relay,
+                door
             );
         }
     };

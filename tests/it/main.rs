@@ -18,6 +18,7 @@ mod message_format;
 mod message_forward;
 mod metrics;
 mod migrate;
+mod mtproto;
 mod outbox_recovery;
 mod peers;
 mod privacy;

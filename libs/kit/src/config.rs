@@ -232,6 +232,18 @@ impl Default for MediaConfig {
     }
 }
 
+/// The gateway's MTProto front door, for stock Telegram clients.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MtprotoConfig {
+    /// The TCP address the door listens on (every transport, obfuscated or not); the door is
+    /// closed when unset.
+    pub listen: Option<SocketAddr>,
+    /// The server's 2048-bit RSA private key (PKCS#1 or PKCS#8 PEM). Clients are given the
+    /// public half; `oxigram up` creates one in its data folder.
+    pub rsa_key_file: Option<String>,
+}
+
 /// Default of [`BalancingConfig::endpoint_refresh_ms`].
 pub const DEFAULT_ENDPOINT_REFRESH_MS: u64 = 2_000;
 
@@ -296,6 +308,7 @@ pub struct Config {
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
+    pub mtproto: MtprotoConfig,
     pub balancing: BalancingConfig,
 }
 
@@ -316,6 +329,7 @@ impl Default for Config {
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
+            mtproto: MtprotoConfig::default(),
             balancing: BalancingConfig::default(),
         }
     }

@@ -420,7 +420,8 @@ fn random_factors(rng: &mut impl Rng) -> (u32, u32) {
 
 fn random_prime(rng: &mut impl Rng) -> u32 {
     loop {
-        let candidate = rng.random_range(1u32 << 31..u32::MAX) | 1;
+        // Below √2⁶³ so pq < 2⁶³: stock clients read pq as a signed big-endian integer.
+        let candidate = rng.random_range(1u32 << 31..3_037_000_499) | 1;
         if is_prime(candidate) {
             return candidate;
         }

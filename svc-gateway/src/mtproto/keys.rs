@@ -1,0 +1,63 @@
+//! MTProto auth keys in the gateway's accounts schema (all by the primary key of auth_keys).
+
+use sqlx::PgPool;
+
+/// Stores a key auth key creation made; `false` when its id is taken.
+pub async fn insert(
+    pool: &PgPool,
+    id: i64,
+    secret_hash: &[u8],
+    key: &[u8],
+) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query(
+        "INSERT INTO auth_keys (id, secret_hash, mtproto_key) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(secret_hash)
+    .bind(key)
+    .execute(pool)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// The 256 bytes of an unexpired MTProto key.
+pub async fn find(pool: &PgPool, id: i64) -> Result<Option<Vec<u8>>, sqlx::Error> {
+    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as(
+        "SELECT mtproto_key FROM auth_keys WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.and_then(|(key,)| key))
+}
+
+/// Who a key acts as: itself, or the permanent key it is bound to (id and key bytes).
+pub async fn acting_key(pool: &PgPool, id: i64) -> Result<Option<(i64, Vec<u8>)>, sqlx::Error> {
+    let row: Option<(i64, Option<Vec<u8>>)> = sqlx::query_as(
+        "SELECT p.id, p.mtproto_key FROM auth_keys k JOIN auth_keys p ON p.id = coalesce(k.perm_key_id, k.id) WHERE k.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.and_then(|(id, key)| key.map(|key| (id, key))))
+}
+
+/// Binds a temporary key to a permanent one until `expires_at` (unix seconds).
+pub async fn bind_temp(
+    pool: &PgPool,
+    temp_id: i64,
+    perm_id: i64,
+    expires_at: i32,
+) -> Result<bool, sqlx::Error> {
+    Ok(sqlx::query(
+        "UPDATE auth_keys SET perm_key_id = $2, expires_at = to_timestamp($3) WHERE id = $1 AND user_id IS NULL",
+    )
+    .bind(temp_id)
+    .bind(perm_id)
+    .bind(f64::from(expires_at))
+    .execute(pool)
+    .await?
+    .rows_affected()
+        == 1)
+}

@@ -1,0 +1,136 @@
+//! The MTProto front door: stock Telegram clients connect over TCP (`[mtproto] listen`), create
+//! auth keys with the server's RSA key (`[mtproto] rsa_key_file`), and call the API. An MTProto
+//! auth key is a row of the gateway's auth_keys (see `keys`), so signing in, logging out and
+//! the authorizations list are the gRPC door's own; every call is answered by the same
+//! handlers as the gRPC API (`api`), translated to and from Telegram's TL types (`convert`).
+
+mod api;
+mod convert;
+mod keys;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use oxigram_errors::Error;
+use oxigram_mtproto::handshake::NewKey;
+use oxigram_mtproto::session::{Backend, Call, RpcError};
+use oxigram_mtproto::{AuthKey, ServerKey};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::Gateway;
+
+/// The door's state: the gateway it calls and the server's RSA key.
+pub struct Door {
+    gateway: Arc<Gateway>,
+    key: ServerKey,
+    /// Key id → (acting key id, its gRPC header value); a key's acting key never changes once
+    /// used, so entries need no expiry.
+    acting: Mutex<HashMap<i64, (i64, String)>>,
+    /// Login codes of sign-ins that found no account, for the sign-up after them.
+    codes: Mutex<HashMap<String, String>>,
+}
+
+impl Door {
+    /// The `x-oxigram-auth-key` value a key's calls carry.
+    async fn header_for(&self, auth_key_id: i64) -> Result<String, RpcError> {
+        if let Ok(cache) = self.acting.lock()
+            && let Some((_, header)) = cache.get(&auth_key_id)
+        {
+            return Ok(header.clone());
+        }
+        let (id, key) = keys::acting_key(&self.gateway.pool, auth_key_id)
+            .await
+            .map_err(|e| convert::rpc_error(&Error::from(e).into()))?
+            .ok_or_else(|| RpcError::new(401, "AUTH_KEY_INVALID"))?;
+        let header = format!("{id}:{}", hex::encode(key));
+        if let Ok(mut cache) = self.acting.lock() {
+            cache.insert(auth_key_id, (id, header.clone()));
+        }
+        Ok(header)
+    }
+}
+
+impl Backend for Door {
+    fn server_key(&self) -> &ServerKey {
+        &self.key
+    }
+
+    async fn find_key(&self, auth_key_id: i64) -> Option<AuthKey> {
+        let bytes = keys::find(&self.gateway.pool, auth_key_id).await.ok()??;
+        let bytes: [u8; 256] = bytes.try_into().ok()?;
+        Some(AuthKey::from_bytes(bytes))
+    }
+
+    async fn save_key(&self, key: &NewKey) -> Result<(), String> {
+        let bytes = key.key.bytes();
+        let stored = keys::insert(
+            &self.gateway.pool,
+            key.key.id(),
+            &Sha256::digest(bytes),
+            bytes,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        // A 64-bit id collision of two random keys: the client is refused and starts over.
+        if stored {
+            Ok(())
+        } else {
+            Err("auth key id taken".into())
+        }
+    }
+
+    async fn bind_temp_key(&self, temp: i64, perm: i64, expires_at: i32) -> Result<(), RpcError> {
+        let bound = keys::bind_temp(&self.gateway.pool, temp, perm, expires_at)
+            .await
+            .map_err(|e| convert::rpc_error(&Error::from(e).into()))?;
+        if bound {
+            if let Ok(mut cache) = self.acting.lock() {
+                cache.remove(&temp);
+            }
+            Ok(())
+        } else {
+            Err(RpcError::new(400, "TEMP_AUTH_KEY_ALREADY_BOUND"))
+        }
+    }
+
+    async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+        let header = self.header_for(call.auth_key_id).await?;
+        api::answer(&self.gateway, &self.codes, &header, &call, &query).await
+    }
+}
+
+/// Loads the server's RSA key from its PEM file.
+pub fn load_key(path: &str) -> anyhow::Result<ServerKey> {
+    let pem =
+        std::fs::read_to_string(path).with_context(|| format!("reading MTProto RSA key {path}"))?;
+    ServerKey::from_pem(&pem).with_context(|| format!("MTProto RSA key {path}"))
+}
+
+/// Serves the door until shutdown when `[mtproto] listen` is set.
+pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let config = gateway.config.mtproto.clone();
+    let Some(listen) = config.listen else {
+        return Ok(());
+    };
+    let path = config
+        .rsa_key_file
+        .context("[mtproto] listen is set but rsa_key_file is not")?;
+    let key = load_key(&path)?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding the MTProto door to {listen}"))?;
+    tracing::info!(%listen, fingerprint = key.fingerprint(), "MTProto door open");
+    let door = Arc::new(Door {
+        gateway,
+        key,
+        acting: Mutex::default(),
+        codes: Mutex::default(),
+    });
+    tokio::select! {
+        served = oxigram_mtproto::server::serve(listener, door) => served.context("MTProto door"),
+        () = shutdown.cancelled() => Ok(()),
+    }
+}
