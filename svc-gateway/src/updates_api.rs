@@ -123,6 +123,14 @@ impl Updates for UpdatesApi {
         request: Request<GetDifferenceRequest>,
     ) -> Result<Response<Difference>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.difference_per_device,
+                me.auth_key_id,
+                "too many getDifference calls",
+            )
+            .await?;
         let mut difference = self.0.difference(me.user_id, request).await?;
         crate::metrics::difference(difference.updates.len());
         difference.users = self
@@ -175,6 +183,14 @@ impl Updates for UpdatesApi {
         request: Request<StreamRequest>,
     ) -> Result<Response<Self::StreamStream>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.stream_opens_per_device,
+                me.auth_key_id,
+                "too many streams opened",
+            )
+            .await?;
         let (user_id, from_pts) = (me.user_id, request.pts);
         if from_pts < 0 {
             return Err(oxigram_errors::Error::new(

@@ -10,6 +10,7 @@ mod faults;
 mod flow;
 mod full_stack;
 mod group_commit;
+mod limits;
 mod media;
 mod message_delete;
 mod message_edit;

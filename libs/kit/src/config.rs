@@ -115,6 +115,39 @@ impl Default for RedisConfig {
     }
 }
 
+/// Rate limits of the gateway's costly calls beyond sends and lookups (those are under
+/// `[gateway]`), each per minute, answered FLOOD_WAIT_X past the limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LimitsConfig {
+    /// Gateway instances to assume until Redis has told how many are live: while Redis fails,
+    /// each instance enforces `ceil(limit / instances)`.
+    pub expected_instances: u32,
+    /// Login codes sent to one phone.
+    pub send_code_per_phone: u32,
+    /// Sign-in and sign-up attempts with one phone.
+    pub sign_in_per_phone: u32,
+    /// Login calls (SendCode, SignIn, SignUp) from one auth key, whatever the phone.
+    pub login_per_key: u32,
+    /// getDifference calls of one device (auth key).
+    pub difference_per_device: u32,
+    /// Update streams one device (auth key) opens.
+    pub stream_opens_per_device: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            expected_instances: 1,
+            send_code_per_phone: 5,
+            sign_in_per_phone: 10,
+            login_per_key: 20,
+            difference_per_device: 600,
+            stream_opens_per_device: 30,
+        }
+    }
+}
+
 /// Gateway-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -252,6 +285,7 @@ pub struct Config {
     pub services: Services,
     pub outbox: OutboxConfig,
     pub gateway: GatewayConfig,
+    pub limits: LimitsConfig,
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
@@ -271,6 +305,7 @@ impl Default for Config {
             services: Services::default(),
             outbox: OutboxConfig::default(),
             gateway: GatewayConfig::default(),
+            limits: LimitsConfig::default(),
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),
