@@ -406,6 +406,10 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             c.gateway.lookups_per_minute.to_string(),
         ),
         (
+            "OXIGRAM_ADMISSION__MAX_IN_FLIGHT".into(),
+            c.admission.max_in_flight.to_string(),
+        ),
+        (
             "OXIGRAM_LIMITS__EXPECTED_INSTANCES".into(),
             c.limits.expected_instances.to_string(),
         ),

@@ -148,6 +148,22 @@ impl Default for LimitsConfig {
     }
 }
 
+/// Admission control of every service: past its concurrency limit a service sheds the least
+/// urgent requests first (transient signals, then sync, then writes) with FLOOD_WAIT_X.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AdmissionConfig {
+    /// Requests one service of this process handles at once (0: no limit). Update streams
+    /// count only while they are being opened.
+    pub max_in_flight: usize,
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        Self { max_in_flight: 512 }
+    }
+}
+
 /// Gateway-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -286,6 +302,7 @@ pub struct Config {
     pub outbox: OutboxConfig,
     pub gateway: GatewayConfig,
     pub limits: LimitsConfig,
+    pub admission: AdmissionConfig,
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
@@ -306,6 +323,7 @@ impl Default for Config {
             outbox: OutboxConfig::default(),
             gateway: GatewayConfig::default(),
             limits: LimitsConfig::default(),
+            admission: AdmissionConfig::default(),
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),

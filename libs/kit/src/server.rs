@@ -25,7 +25,7 @@ use tonic_health::{
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use tower_http::trace::TraceLayer;
 
-use crate::{ServiceAddr, local, rpc_metrics::RpcMetricsLayer};
+use crate::{ServiceAddr, admission::AdmissionLayer, local, rpc_metrics::RpcMetricsLayer};
 
 /// Flips a service's health between NOT_SERVING and SERVING.
 #[derive(Clone)]
@@ -55,9 +55,17 @@ pub struct GrpcServer {
     listener: tokio::net::TcpListener,
     health: HealthServer<HealthService>,
     readiness: Readiness,
+    admission: AdmissionLayer,
 }
 
 impl GrpcServer {
+    /// Admits at most `max_in_flight` requests at once (0: any number), shedding by priority
+    /// past that ([`crate::admission`]).
+    pub fn with_admission(mut self, max_in_flight: usize) -> Self {
+        self.admission = AdmissionLayer::new(self.name, max_in_flight);
+        self
+    }
+
     /// Binds the service's listen address now, so a taken port fails at start-up rather
     /// than later.
     pub async fn bind(name: &'static str, me: &ServiceAddr) -> anyhow::Result<Self> {
@@ -75,6 +83,7 @@ impl GrpcServer {
             listener,
             health,
             readiness,
+            admission: AdmissionLayer::new(name, 0),
         })
     }
 
@@ -107,6 +116,7 @@ impl GrpcServer {
         let traced = ServiceBuilder::new()
             .layer(trace.clone())
             .layer(metered)
+            .layer(self.admission.clone())
             .layer(ClientApiFramesLayer)
             .service(routes.clone().add_service(self.health.clone()));
         let answered =
@@ -121,6 +131,7 @@ impl GrpcServer {
         Server::builder()
             .layer(trace)
             .layer(metered)
+            .layer(self.admission)
             .layer(ClientApiFramesLayer)
             .add_routes(routes)
             .add_service(self.health)

@@ -32,7 +32,9 @@ impl Starting {
         schema: &'static str,
         migrations: &'static Migrator,
     ) -> anyhow::Result<Self> {
-        let server = GrpcServer::bind(name, me).await?;
+        let server = GrpcServer::bind(name, me)
+            .await?
+            .with_admission(config.admission.max_in_flight);
         let pool = oxigram_storage::connect_lazy(
             &config.database_url_for(me)?,
             schema,
