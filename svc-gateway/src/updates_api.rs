@@ -12,7 +12,7 @@ use futures::Stream;
 use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{
-        AckRequest, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
+        AckRequest, CaughtUp, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
         GetDifferenceRequest, GetMessagesRequest, GetStateRequest, StreamEvent, StreamRequest,
         stream_event, updates_server::Updates,
     },
@@ -270,6 +270,14 @@ async fn run_stream(
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }
+                }
+                let caught_up = StreamEvent {
+                    kind: Some(stream_event::Kind::CaughtUp(CaughtUp {
+                        pts: replayed_up_to,
+                    })),
+                };
+                if out.send(Ok(caught_up)).await.is_err() {
+                    return;
                 }
             }
             Err(status) => {

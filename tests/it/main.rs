@@ -24,6 +24,7 @@ mod privacy;
 mod private_chat;
 mod schemas;
 mod search;
+mod streams;
 mod trace;
 mod trace_otlp;
 mod typing_presence;

@@ -27,6 +27,11 @@ use tower_http::trace::TraceLayer;
 
 use crate::{ServiceAddr, admission::AdmissionLayer, local, rpc_metrics::RpcMetricsLayer};
 
+/// How often the server pings an HTTP/2 connection that is otherwise silent.
+const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(20);
+/// How long a ping may go unanswered before the connection (and its streams) is closed.
+const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Flips a service's health between NOT_SERVING and SERVING.
 #[derive(Clone)]
 pub struct Readiness {
@@ -129,6 +134,11 @@ impl GrpcServer {
             readiness.not_serving().await;
         };
         Server::builder()
+            // A peer that vanished without closing (a phone off the network) is noticed
+            // within the ping interval plus its timeout, and its streams end.
+            .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+            .tcp_keepalive(Some(KEEPALIVE_INTERVAL))
             .layer(trace)
             .layer(metered)
             .layer(self.admission)
