@@ -149,6 +149,25 @@ impl CodeSender for LogCodeSender {
 pub struct AuthApi(pub Arc<Gateway>);
 
 impl AuthApi {
+    /// One sign-in attempt (SignIn, SignUp) with `phone` from the caller's key.
+    async fn limit_sign_in(&self, me: &Caller, phone: &str) -> Result<(), Status> {
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.login_per_key,
+                me.auth_key_id,
+                "too many login calls",
+            )
+            .await?;
+        limits
+            .check(
+                &limits.sign_in_per_phone,
+                phone,
+                "too many attempts for this phone",
+            )
+            .await
+    }
+
     /// Binds the caller's key to `user_id`. Switching accounts on one key ends the key's open
     /// streams, so nothing of the old account reaches the new session.
     async fn bind(&self, me: Caller, user_id: i64) -> Result<(), Status> {
@@ -213,8 +232,23 @@ impl Auth for AuthApi {
         &self,
         request: Request<SendCodeRequest>,
     ) -> Result<Response<SendCodeResponse>, Status> {
-        caller(&self.0, request.metadata()).await?;
+        let me = caller(&self.0, request.metadata()).await?;
         let phone = valid_phone(&request.get_ref().phone)?;
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.login_per_key,
+                me.auth_key_id,
+                "too many login calls",
+            )
+            .await?;
+        limits
+            .check(
+                &limits.send_code_per_phone,
+                &phone,
+                "too many codes for this phone",
+            )
+            .await?;
         let (code, hash) = {
             let mut rng = rand::rng();
             let code = match &self.0.config.gateway.fixed_login_code {
@@ -239,6 +273,7 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
+        self.limit_sign_in(&me, &phone).await?;
         // An unknown phone is told before the code is used up: the client signs up with it.
         let user = accounts::user_by_phone(&self.0.pool, &phone)
             .await
@@ -264,6 +299,7 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
+        self.limit_sign_in(&me, &phone).await?;
         let first_name = crate::profile::first_name("first_name", &r.first_name)?;
         self.verify_code(&phone, &r.phone_code_hash, &r.code)
             .await?;

@@ -15,6 +15,7 @@ mod contacts_api;
 mod dialogs_api;
 mod hub;
 pub mod last_seen;
+mod limits;
 mod media_api;
 mod messages_api;
 mod metrics;
@@ -26,7 +27,6 @@ mod presence;
 pub mod privacy;
 pub mod profile;
 mod profile_push;
-mod rate_limit;
 pub mod status;
 mod transient;
 mod typing;
@@ -81,9 +81,7 @@ pub struct Gateway {
     media: MediaClient<GrpcChannel>,
     hub: Arc<hub::Hub>,
     routes: Routes,
-    send_limiter: rate_limit::Limiter,
-    /// Resolving phones and usernames, importing contacts: enumeration of users is slow.
-    lookup_limiter: rate_limit::Limiter,
+    limits: limits::Limits,
     /// The updates of users' own changes (profile, privacy, contacts) on their way to their logs.
     outbox: Outbox,
     to_updates: outbound::ToUpdates,
@@ -151,18 +149,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             &config.redis_key_prefix,
             Duration::from_secs(config.gateway.route_ttl_secs),
         ),
-        send_limiter: rate_limit::Limiter::new(
-            redis.clone(),
-            &config.redis_key_prefix,
-            "send",
-            config.gateway.sends_per_minute,
-        ),
-        lookup_limiter: rate_limit::Limiter::new(
-            redis,
-            &config.redis_key_prefix,
-            "lookup",
-            config.gateway.lookups_per_minute,
-        ),
+        limits: limits::Limits::new(redis, &config),
         outbox: outbox.clone(),
         to_updates: to_updates.clone(),
         typing: typing::Typing::default(),

@@ -119,9 +119,10 @@ impl MessagesApi {
         self.0
             .existing_peer(me.user_id, request.peer.as_ref())
             .await?;
-        if let Err(wait) = self.0.send_limiter.check(me.user_id).await {
-            return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
-        }
+        let limits = &self.0.limits;
+        limits
+            .check(&limits.send, me.user_id, "too many messages")
+            .await?;
         let request = messages_svc::SendMessageRequest::acting(me, request);
         let sent = self.0.messages.clone().send_message(request).await;
         sent.map_err(forward)
@@ -148,9 +149,10 @@ impl Messages for MessagesApi {
         // The dialog forwarded from needs no check: the caller's boxes are looked up in it.
         let to = oxigram_proto::resolve_peer(request.to_peer.as_ref(), me.user_id);
         self.0.check_peer(to.unwrap_or(0)).await?;
-        if let Err(wait) = self.0.send_limiter.check(me.user_id).await {
-            return Err(Error::new(ErrorCode::FloodWait(wait), "too many messages").into());
-        }
+        let limits = &self.0.limits;
+        limits
+            .check(&limits.send, me.user_id, "too many messages")
+            .await?;
         let request = messages_svc::ForwardMessagesRequest::acting(me, request);
         let forwarded = self.0.messages.clone().forward_messages(request).await;
         forwarded.map_err(forward)

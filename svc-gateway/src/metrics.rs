@@ -1,14 +1,8 @@
 //! What the gateway counts for operators: sends by result and their latency, open update
-//! streams, pushes offered to streams, the size of getDifference answers, and the rate
-//! limiter's checks, refusals and degraded mode.
+//! streams, pushes offered to streams, and the size of getDifference answers (the rate
+//! limiter's are `oxigram_limiter`'s).
 
-use std::{
-    sync::{
-        OnceLock,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
-};
+use std::{sync::OnceLock, time::Duration};
 
 use prometheus_client::metrics::{
     counter::Counter,
@@ -26,9 +20,6 @@ struct GatewayMetrics {
     streams_open: Gauge,
     pushes: Family<Labels, Counter>,
     difference_updates: Histogram,
-    rate_limit_checks: Family<Labels, Counter>,
-    rate_limited: Family<Labels, Counter>,
-    rate_limit_degraded: Family<Labels, Gauge>,
 }
 
 fn get() -> &'static GatewayMetrics {
@@ -42,9 +33,6 @@ fn get() -> &'static GatewayMetrics {
             pushes: Family::default(),
             // 1 to 4096 updates.
             difference_updates: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
-            rate_limit_checks: Family::default(),
-            rate_limited: Family::default(),
-            rate_limit_degraded: Family::default(),
         };
         oxigram_telemetry::metrics::register(
             "sends",
@@ -70,21 +58,6 @@ fn get() -> &'static GatewayMetrics {
             "difference_updates",
             "Updates per getDifference answer (new messages and other updates)",
             m.difference_updates.clone(),
-        );
-        oxigram_telemetry::metrics::register(
-            "rate_limit_checks",
-            "Rate-limit checks, by rule and by what decided them: redis (the shared counter) or degraded (this instance's own, while Redis fails)",
-            m.rate_limit_checks.clone(),
-        );
-        oxigram_telemetry::metrics::register(
-            "rate_limited",
-            "Calls refused with FLOOD_WAIT_X, by rule",
-            m.rate_limited.clone(),
-        );
-        oxigram_telemetry::metrics::register(
-            "rate_limit_degraded",
-            "1 while the service's rate limits are decided by per-instance counters because Redis fails",
-            m.rate_limit_degraded.clone(),
         );
         m
     })
@@ -134,38 +107,4 @@ pub fn pushes(result: &'static str, n: u64) {
 /// A getDifference answer carried `updates` updates.
 pub fn difference(updates: usize) {
     get().difference_updates.observe(updates as f64);
-}
-
-/// A check of `rule` decided by `decided` (`redis`, `degraded`); `refused` when it answered
-/// FLOOD_WAIT_X.
-pub fn rate_limit_check(rule: &str, decided: &'static str, refused: bool) {
-    let m = get();
-    m.rate_limit_checks
-        .get_or_create(&vec![
-            ("rule", rule.to_owned()),
-            ("decided", decided.to_owned()),
-        ])
-        .inc();
-    if refused {
-        m.rate_limited
-            .get_or_create(&vec![("rule", rule.to_owned())])
-            .inc();
-    }
-}
-
-/// Whether the gateway's limits are degraded now; one log line per change, not per check.
-pub fn rate_limit_degraded(degraded: bool) {
-    static DEGRADED: AtomicBool = AtomicBool::new(false);
-    get()
-        .rate_limit_degraded
-        .get_or_create(&vec![("service", "gateway".to_owned())])
-        .set(i64::from(degraded));
-    if DEGRADED.swap(degraded, Ordering::Relaxed) == degraded {
-        return;
-    }
-    if degraded {
-        tracing::warn!("rate limits degraded: Redis fails, each instance counts on its own");
-    } else {
-        tracing::info!("rate limits shared again: Redis answers");
-    }
 }

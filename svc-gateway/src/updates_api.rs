@@ -12,7 +12,7 @@ use futures::Stream;
 use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{
-        AckRequest, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
+        AckRequest, CaughtUp, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
         GetDifferenceRequest, GetMessagesRequest, GetStateRequest, StreamEvent, StreamRequest,
         stream_event, updates_server::Updates,
     },
@@ -123,6 +123,14 @@ impl Updates for UpdatesApi {
         request: Request<GetDifferenceRequest>,
     ) -> Result<Response<Difference>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.difference_per_device,
+                me.auth_key_id,
+                "too many getDifference calls",
+            )
+            .await?;
         let mut difference = self.0.difference(me.user_id, request).await?;
         crate::metrics::difference(difference.updates.len());
         difference.users = self
@@ -175,6 +183,14 @@ impl Updates for UpdatesApi {
         request: Request<StreamRequest>,
     ) -> Result<Response<Self::StreamStream>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.stream_opens_per_device,
+                me.auth_key_id,
+                "too many streams opened",
+            )
+            .await?;
         let (user_id, from_pts) = (me.user_id, request.pts);
         if from_pts < 0 {
             return Err(oxigram_errors::Error::new(
@@ -254,6 +270,14 @@ async fn run_stream(
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }
+                }
+                let caught_up = StreamEvent {
+                    kind: Some(stream_event::Kind::CaughtUp(CaughtUp {
+                        pts: replayed_up_to,
+                    })),
+                };
+                if out.send(Ok(caught_up)).await.is_err() {
+                    return;
                 }
             }
             Err(status) => {

@@ -34,10 +34,10 @@ type Change = Box<dyn FnOnce(&mut Profile) -> Result<(), Status> + Send>;
 impl Gateway {
     /// One more lookup of other users by `user_id`, or `FLOOD_WAIT_X`.
     pub async fn spend_lookups(&self, user_id: i64, lookups: u32) -> Result<(), Status> {
-        match self.lookup_limiter.spend(user_id, lookups).await {
-            Ok(()) => Ok(()),
-            Err(wait) => Err(Error::new(ErrorCode::FloodWait(wait), "too many lookups").into()),
-        }
+        let limits = &self.limits;
+        limits
+            .spend(&limits.lookup, user_id, lookups, "too many lookups")
+            .await
     }
 
     /// The caller's profile as she sees it.

@@ -3,6 +3,7 @@
 //! its own database; nextest runs every test in its own process.
 
 mod acknowledgements;
+mod admission;
 mod bad_input;
 mod balancing;
 mod convergence;
@@ -11,6 +12,7 @@ mod faults;
 mod flow;
 mod full_stack;
 mod group_commit;
+mod limits;
 mod media;
 mod message_delete;
 mod message_edit;
@@ -26,6 +28,7 @@ mod private_chat;
 mod schemas;
 mod search;
 mod smoke;
+mod streams;
 mod trace;
 mod trace_otlp;
 mod typing_presence;

@@ -207,7 +207,8 @@ pub fn is_transient(event: &StreamEvent) -> bool {
 }
 
 /// The next event of the update log (an update, or `difference_needed`) on a device's raw
-/// stream, within `within`; transient events (typing, presence) before it are skipped.
+/// stream, within `within`; transient events (typing, presence) and the replay's end marker
+/// (`caught_up`) before it are skipped.
 pub async fn next_logged(
     stream: &mut Streaming<StreamEvent>,
     within: std::time::Duration,
@@ -218,7 +219,9 @@ pub async fn next_logged(
             .await
             .with_context(|| format!("nothing on the stream within {within:?}"))??
             .context("the stream ended")?;
-        if !is_transient(&event) {
+        // The replay's end marker is not an event of the log either.
+        let caught_up = matches!(event.kind, Some(stream_event::Kind::CaughtUp(_)));
+        if !is_transient(&event) && !caught_up {
             return Ok(event);
         }
     }

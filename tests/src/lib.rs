@@ -90,6 +90,11 @@ impl System {
         // Suites send fast; the limit itself has its own test.
         config.gateway.sends_per_minute = 100_000;
         config.gateway.lookups_per_minute = 100_000;
+        config.limits.send_code_per_phone = 100_000;
+        config.limits.sign_in_per_phone = 100_000;
+        config.limits.login_per_key = 100_000;
+        config.limits.difference_per_device = 100_000;
+        config.limits.stream_opens_per_device = 100_000;
         config.media.blob_dir = dir.join("media").display().to_string();
         config.outbox.poll_ms = 100;
         config.outbox.fast_path_grace_ms = 300;
@@ -480,6 +485,34 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
         (
             "OXIGRAM_GATEWAY__LOOKUPS_PER_MINUTE".into(),
             c.gateway.lookups_per_minute.to_string(),
+        ),
+        (
+            "OXIGRAM_ADMISSION__MAX_IN_FLIGHT".into(),
+            c.admission.max_in_flight.to_string(),
+        ),
+        (
+            "OXIGRAM_LIMITS__EXPECTED_INSTANCES".into(),
+            c.limits.expected_instances.to_string(),
+        ),
+        (
+            "OXIGRAM_LIMITS__SEND_CODE_PER_PHONE".into(),
+            c.limits.send_code_per_phone.to_string(),
+        ),
+        (
+            "OXIGRAM_LIMITS__SIGN_IN_PER_PHONE".into(),
+            c.limits.sign_in_per_phone.to_string(),
+        ),
+        (
+            "OXIGRAM_LIMITS__LOGIN_PER_KEY".into(),
+            c.limits.login_per_key.to_string(),
+        ),
+        (
+            "OXIGRAM_LIMITS__DIFFERENCE_PER_DEVICE".into(),
+            c.limits.difference_per_device.to_string(),
+        ),
+        (
+            "OXIGRAM_LIMITS__STREAM_OPENS_PER_DEVICE".into(),
+            c.limits.stream_opens_per_device.to_string(),
         ),
         (
             "OXIGRAM_UPDATES__RETAIN_PER_USER".into(),

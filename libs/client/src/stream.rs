@@ -316,6 +316,8 @@ impl UpdateStream {
                     Some(stream_event::Kind::UserTyping(t)) => self
                         .ready
                         .push_back(Event::Typing(Typing::arrived(t, Instant::now()))),
+                    // The replay's end: what follows is live; the cursor moves with updates.
+                    Some(stream_event::Kind::CaughtUp(_)) => {}
                     Some(stream_event::Kind::UserStatus(s)) => {
                         self.ready.push_back(Event::Status(StatusChange {
                             user_id: s.user_id,

@@ -115,6 +115,55 @@ impl Default for RedisConfig {
     }
 }
 
+/// Rate limits of the gateway's costly calls beyond sends and lookups (those are under
+/// `[gateway]`), each per minute, answered FLOOD_WAIT_X past the limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LimitsConfig {
+    /// Gateway instances to assume until Redis has told how many are live: while Redis fails,
+    /// each instance enforces `ceil(limit / instances)`.
+    pub expected_instances: u32,
+    /// Login codes sent to one phone.
+    pub send_code_per_phone: u32,
+    /// Sign-in and sign-up attempts with one phone.
+    pub sign_in_per_phone: u32,
+    /// Login calls (SendCode, SignIn, SignUp) from one auth key, whatever the phone.
+    pub login_per_key: u32,
+    /// getDifference calls of one device (auth key).
+    pub difference_per_device: u32,
+    /// Update streams one device (auth key) opens.
+    pub stream_opens_per_device: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            expected_instances: 1,
+            send_code_per_phone: 5,
+            sign_in_per_phone: 10,
+            login_per_key: 20,
+            difference_per_device: 600,
+            stream_opens_per_device: 30,
+        }
+    }
+}
+
+/// Admission control of every service: past its concurrency limit a service sheds the least
+/// urgent requests first (transient signals, then sync, then writes) with FLOOD_WAIT_X.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AdmissionConfig {
+    /// Requests one service of this process handles at once (0: no limit). Update streams
+    /// count only while they are being opened.
+    pub max_in_flight: usize,
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        Self { max_in_flight: 512 }
+    }
+}
+
 /// Gateway-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -305,6 +354,8 @@ pub struct Config {
     pub services: Services,
     pub outbox: OutboxConfig,
     pub gateway: GatewayConfig,
+    pub limits: LimitsConfig,
+    pub admission: AdmissionConfig,
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
@@ -326,6 +377,8 @@ impl Default for Config {
             services: Services::default(),
             outbox: OutboxConfig::default(),
             gateway: GatewayConfig::default(),
+            limits: LimitsConfig::default(),
+            admission: AdmissionConfig::default(),
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),

@@ -2,6 +2,7 @@
 //! with health, reflection and trace propagation, client channels with deadlines (in-process
 //! when the callee serves in the same process), and graceful shutdown on SIGTERM/SIGINT.
 
+pub mod admission;
 pub mod balance;
 pub mod client;
 pub mod config;

@@ -25,7 +25,12 @@ use tonic_health::{
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use tower_http::trace::TraceLayer;
 
-use crate::{ServiceAddr, local, rpc_metrics::RpcMetricsLayer};
+use crate::{ServiceAddr, admission::AdmissionLayer, local, rpc_metrics::RpcMetricsLayer};
+
+/// How often the server pings an HTTP/2 connection that is otherwise silent.
+const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(20);
+/// How long a ping may go unanswered before the connection (and its streams) is closed.
+const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Flips a service's health between NOT_SERVING and SERVING.
 #[derive(Clone)]
@@ -57,9 +62,17 @@ pub struct GrpcServer {
     readiness: Readiness,
     /// Time it keeps serving, NOT_SERVING, after shutdown was asked.
     drain: std::time::Duration,
+    admission: AdmissionLayer,
 }
 
 impl GrpcServer {
+    /// Admits at most `max_in_flight` requests at once (0: any number), shedding by priority
+    /// past that ([`crate::admission`]).
+    pub fn with_admission(mut self, max_in_flight: usize) -> Self {
+        self.admission = AdmissionLayer::new(self.name, max_in_flight);
+        self
+    }
+
     /// Binds the service's listen address now, so a taken port fails at start-up rather
     /// than later.
     pub async fn bind(name: &'static str, me: &ServiceAddr) -> anyhow::Result<Self> {
@@ -78,6 +91,7 @@ impl GrpcServer {
             health,
             readiness,
             drain: std::time::Duration::ZERO,
+            admission: AdmissionLayer::new(name, 0),
         })
     }
 
@@ -117,6 +131,7 @@ impl GrpcServer {
         let traced = ServiceBuilder::new()
             .layer(trace.clone())
             .layer(metered)
+            .layer(self.admission.clone())
             .layer(ClientApiFramesLayer)
             .service(routes.clone().add_service(self.health.clone()));
         let answered =
@@ -138,8 +153,14 @@ impl GrpcServer {
             }
         };
         Server::builder()
+            // A peer that vanished without closing (a phone off the network) is noticed
+            // within the ping interval plus its timeout, and its streams end.
+            .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+            .tcp_keepalive(Some(KEEPALIVE_INTERVAL))
             .layer(trace)
             .layer(metered)
+            .layer(self.admission)
             .layer(ClientApiFramesLayer)
             .add_routes(routes)
             .add_service(self.health)

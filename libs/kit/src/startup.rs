@@ -34,7 +34,8 @@ impl Starting {
     ) -> anyhow::Result<Self> {
         let server = GrpcServer::bind(name, me)
             .await?
-            .with_drain(config.balancing.shutdown_drain());
+            .with_drain(config.balancing.shutdown_drain())
+            .with_admission(config.admission.max_in_flight);
         let pool = oxigram_storage::connect_lazy(
             &config.database_url_for(me)?,
             schema,
