@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use oxigram_errors::{Error, ErrorCode, check_text};
+use oxigram_limiter::Rule;
 use oxigram_proto::api::v1::{
     Authorization, AuthorizationInfo, Authorizations, CreateAuthKeyRequest, CreateAuthKeyResponse,
     GetAuthorizationsRequest, LogOutRequest, LogOutResponse, ResetAuthorizationRequest,
@@ -149,8 +150,15 @@ impl CodeSender for LogCodeSender {
 pub struct AuthApi(pub Arc<Gateway>);
 
 impl AuthApi {
-    /// One sign-in attempt (SignIn, SignUp) with `phone` from the caller's key.
-    async fn limit_sign_in(&self, me: &Caller, phone: &str) -> Result<(), Status> {
+    /// One login call with `phone` from the caller's key, counted against the key's login
+    /// calls and against `per_phone` (codes sent, or sign-in attempts).
+    async fn limit_login(
+        &self,
+        me: &Caller,
+        per_phone: &Rule,
+        phone: &str,
+        what: &str,
+    ) -> Result<(), Status> {
         let limits = &self.0.limits;
         limits
             .check(
@@ -159,13 +167,7 @@ impl AuthApi {
                 "too many login calls",
             )
             .await?;
-        limits
-            .check(
-                &limits.sign_in_per_phone,
-                phone,
-                "too many attempts for this phone",
-            )
-            .await
+        limits.check(per_phone, phone, what).await
     }
 
     /// Binds the caller's key to `user_id`. Switching accounts on one key ends the key's open
@@ -235,20 +237,13 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let phone = valid_phone(&request.get_ref().phone)?;
         let limits = &self.0.limits;
-        limits
-            .check(
-                &limits.login_per_key,
-                me.auth_key_id,
-                "too many login calls",
-            )
-            .await?;
-        limits
-            .check(
-                &limits.send_code_per_phone,
-                &phone,
-                "too many codes for this phone",
-            )
-            .await?;
+        self.limit_login(
+            &me,
+            &limits.send_code_per_phone,
+            &phone,
+            "too many codes for this phone",
+        )
+        .await?;
         let (code, hash) = {
             let mut rng = rand::rng();
             let code = match &self.0.config.gateway.fixed_login_code {
@@ -273,7 +268,13 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
-        self.limit_sign_in(&me, &phone).await?;
+        self.limit_login(
+            &me,
+            &self.0.limits.sign_in_per_phone,
+            &phone,
+            "too many attempts for this phone",
+        )
+        .await?;
         // An unknown phone is told before the code is used up: the client signs up with it.
         let user = accounts::user_by_phone(&self.0.pool, &phone)
             .await
@@ -299,7 +300,13 @@ impl Auth for AuthApi {
         let me = caller(&self.0, request.metadata()).await?;
         let r = request.into_inner();
         let phone = login_phone(&r.phone, &r.phone_code_hash, &r.code)?;
-        self.limit_sign_in(&me, &phone).await?;
+        self.limit_login(
+            &me,
+            &self.0.limits.sign_in_per_phone,
+            &phone,
+            "too many attempts for this phone",
+        )
+        .await?;
         let first_name = crate::profile::first_name("first_name", &r.first_name)?;
         self.verify_code(&phone, &r.phone_code_hash, &r.code)
             .await?;
