@@ -219,24 +219,42 @@ impl Dialogs for DialogsService {
         } else {
             (0, r.offset_date, r.offset_id, offset_peer)
         };
-        let dialogs = store::page(
-            &self.pool,
-            owner_id,
-            r.folder_id,
-            after,
-            limit,
-            r.include_empty,
-        )
+        if !first {
+            // Counted on the first page only: on later ones it would be most of their cost.
+            let dialogs = store::page(
+                &self.pool,
+                owner_id,
+                r.folder_id,
+                after,
+                limit,
+                r.include_empty,
+            )
+            .await
+            .map_err(Error::from)?;
+            return Ok(Response::new(answer_page(dialogs, 0, r.hash)));
+        }
+        // The first page and its count from one snapshot, so a dialog arriving meanwhile is
+        // either listed and counted or neither.
+        let (dialogs, count) = async {
+            let mut tx = self
+                .pool
+                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .await?;
+            let dialogs = store::page(
+                &mut *tx,
+                owner_id,
+                r.folder_id,
+                after,
+                limit,
+                r.include_empty,
+            )
+            .await?;
+            let count = store::folder_count(&mut *tx, owner_id, r.folder_id).await?;
+            tx.commit().await?;
+            Ok::<_, sqlx::Error>((dialogs, count))
+        }
         .await
         .map_err(Error::from)?;
-        // Counted on the first page only: on later ones it would be most of their cost.
-        let count = if first {
-            store::folder_count(&self.pool, owner_id, r.folder_id)
-                .await
-                .map_err(Error::from)?
-        } else {
-            0
-        };
         Ok(Response::new(answer_page(dialogs, count, r.hash)))
     }
 

@@ -93,7 +93,7 @@ pub const FIRST_KEY: FolderKey = (i32::MAX, i64::MAX, i64::MAX, i64::MAX);
 /// newest first (index dialogs_folder_order); with `include_empty` also those without a
 /// message.
 pub async fn page(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     owner: i64,
     folder: i32,
     after: FolderKey,
@@ -109,17 +109,21 @@ pub async fn page(
         .bind(after.3)
         .bind(limit as i64)
         .bind(include_empty)
-        .fetch_all(pool)
+        .fetch_all(db)
         .await?;
     Ok(rows.into_iter().map(Dialog::from).collect())
 }
 
 /// How many dialogs a folder lists (index dialogs_folder_order).
-pub async fn folder_count(pool: &PgPool, owner: i64, folder: i32) -> Result<i32, sqlx::Error> {
+pub async fn folder_count(
+    db: impl sqlx::PgExecutor<'_>,
+    owner: i64,
+    folder: i32,
+) -> Result<i32, sqlx::Error> {
     sqlx::query_scalar(include_str!("../sql/folder_count.sql"))
         .bind(owner)
         .bind(folder)
-        .fetch_one(pool)
+        .fetch_one(db)
         .await
 }
 
