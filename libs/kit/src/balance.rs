@@ -142,60 +142,63 @@ async fn follow(
     let mut probes: HashMap<SocketAddr, HealthClient<Channel>> = HashMap::new();
     let mut logged_failure = false;
     while !changes.is_closed() {
-        match resolve(&name, discovery.hosts_file.as_deref()).await {
+        let candidates = match resolve(&name, discovery.hosts_file.as_deref()).await {
             Ok(resolved) => {
                 logged_failure = false;
                 probes.retain(|addr, _| resolved.contains(addr));
-                let mut serving = BTreeSet::new();
-                for addr in resolved {
-                    let probe = match probes.entry(addr) {
-                        Entry::Occupied(entry) => entry.into_mut(),
-                        Entry::Vacant(entry) => {
-                            let Ok(endpoint) = Endpoint::from_shared(name.url(addr)) else {
-                                continue;
-                            };
-                            entry.insert(HealthClient::new(
-                                endpoint
-                                    .connect_timeout(discovery.refresh)
-                                    .timeout(discovery.refresh)
-                                    .connect_lazy(),
-                            ))
-                        }
-                    };
-                    if is_serving(probe).await {
-                        serving.insert(addr);
-                    }
-                }
-                for gone in current.difference(&serving) {
-                    tracing::info!(endpoint = %name.endpoint, address = %gone, "address leaves the balanced set");
-                    if changes.send(Change::Remove(*gone)).await.is_err() {
-                        return;
-                    }
-                }
-                for new in serving.difference(&current) {
-                    let Ok(endpoint) = Endpoint::from_shared(name.url(*new)) else {
-                        continue;
-                    };
-                    tracing::info!(endpoint = %name.endpoint, address = %new, "address joins the balanced set");
-                    if changes
-                        .send(Change::Insert(*new, configure(endpoint)))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                members.store(serving.len(), Ordering::Relaxed);
-                current = serving;
+                resolved
             }
             Err(err) => {
-                // Keep the last known set: a DNS hiccup must not empty it.
                 if !logged_failure {
-                    tracing::warn!(endpoint = %name.endpoint, error = %err, "cannot resolve a service's name; keeping its last addresses");
+                    tracing::warn!(endpoint = %name.endpoint, error = %err, "cannot resolve a service's name; keeping its last addresses that still serve");
                     logged_failure = true;
                 }
+                // A DNS hiccup must not empty the set, but a replica that is gone (a stopped
+                // container's name stops resolving) must leave it: its probe decides.
+                current.clone()
+            }
+        };
+        let mut serving = BTreeSet::new();
+        for addr in candidates {
+            let probe = match probes.entry(addr) {
+                Entry::Occupied(entry) => entry.into_mut(),
+                Entry::Vacant(entry) => {
+                    let Ok(endpoint) = Endpoint::from_shared(name.url(addr)) else {
+                        continue;
+                    };
+                    entry.insert(HealthClient::new(
+                        endpoint
+                            .connect_timeout(discovery.refresh)
+                            .timeout(discovery.refresh)
+                            .connect_lazy(),
+                    ))
+                }
+            };
+            if is_serving(probe).await {
+                serving.insert(addr);
             }
         }
+        for gone in current.difference(&serving) {
+            tracing::info!(endpoint = %name.endpoint, address = %gone, "address leaves the balanced set");
+            if changes.send(Change::Remove(*gone)).await.is_err() {
+                return;
+            }
+        }
+        for new in serving.difference(&current) {
+            let Ok(endpoint) = Endpoint::from_shared(name.url(*new)) else {
+                continue;
+            };
+            tracing::info!(endpoint = %name.endpoint, address = %new, "address joins the balanced set");
+            if changes
+                .send(Change::Insert(*new, configure(endpoint)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        members.store(serving.len(), Ordering::Relaxed);
+        current = serving;
         tokio::time::sleep(discovery.refresh).await;
     }
 }

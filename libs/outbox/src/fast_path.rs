@@ -55,22 +55,32 @@ impl Outbox {
     /// The fast path a producer awaits, when it needs the destination's answer (a send
     /// answers with the pts its events got): `delivery` is the call carrying the rows `ids`
     /// of `destination`. When it succeeds the rows leave the outbox; when it fails they stay
-    /// for the relay, and the answer is `None`.
+    /// for the relay, and the answer is `None`; so they do when it takes longer than the
+    /// fast-path grace.
     pub async fn deliver_now<T, E: std::fmt::Display>(
         &self,
         destination: &'static str,
         ids: &[i64],
         delivery: impl Future<Output = Result<T, E>>,
     ) -> Option<T> {
-        match delivery.await {
-            Ok(answer) => {
+        // Past the grace the relay may deliver the rows itself, and the producer's own caller
+        // must not wait on a destination that hangs: the answer goes without it.
+        match tokio::time::timeout(self.config.fast_path_grace, delivery).await {
+            Ok(Ok(answer)) => {
                 if !ids.is_empty() {
                     self.ack(destination, ids.to_vec());
                 }
                 Some(answer)
             }
-            Err(error) => {
+            Ok(Err(error)) => {
                 tracing::warn!(destination, %error, "fast-path delivery failed; the relay will retry");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    destination,
+                    "fast-path delivery outlasted its grace; the relay will retry"
+                );
                 None
             }
         }
