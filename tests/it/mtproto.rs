@@ -166,7 +166,8 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
         anyhow::bail!("send answered {sent:?}");
     };
     assert!(sent.out);
-    assert_eq!((sent.pts, sent.pts_count), (1, 1));
+    // pts shifted by one on this door: a fresh account is at 1, its first message makes 2.
+    assert_eq!((sent.pts, sent.pts_count), (2, 1));
     let history = client.invoke(&latest(enums::InputPeer::PeerSelf)).await?;
     let enums::messages::Messages::Messages(history) = history else {
         anyhow::bail!("history answered {history:?}");
@@ -226,9 +227,8 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
-async fn stock_telethon_signs_up_and_reads_itself() -> anyhow::Result<()> {
-    let (_system, key, port) = system_with_door().await?;
+/// The venv python of Telethon 1.45 (installed on first use) and the repository root.
+fn telethon() -> anyhow::Result<(String, std::path::PathBuf)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let install = Command::new("bash")
         .arg(root.join("scripts/install-telethon.sh"))
@@ -239,27 +239,49 @@ async fn stock_telethon_signs_up_and_reads_itself() -> anyhow::Result<()> {
         "installing Telethon: {}",
         String::from_utf8_lossy(&install.stderr)
     );
-    let python = String::from_utf8(install.stdout)?.trim().to_owned();
+    Ok((String::from_utf8(install.stdout)?.trim().to_owned(), root))
+}
+
+/// The server key's public PEM in a file of its own, for a Telethon script.
+fn public_pem_file(key: &ServerKey) -> anyhow::Result<std::path::PathBuf> {
     let pem = std::env::temp_dir().join(oxigram_tests::unique_name("mtproto-pub"));
     std::fs::write(&pem, key.public_pem()?)?;
+    Ok(pem)
+}
+
+/// Runs a Telethon script of tests/telethon to its end; its last stdout line is JSON.
+async fn run_telethon(
+    key: &ServerKey,
+    port: u16,
+    script: &str,
+    args: &[&str],
+) -> anyhow::Result<serde_json::Value> {
+    let (python, root) = telethon()?;
+    let pem = public_pem_file(key)?;
     let run = tokio::process::Command::new(&python)
-        .arg(root.join("tests/telethon/sign_up.py"))
+        .arg(root.join("tests/telethon").join(script))
         .arg(&pem)
         .arg(port.to_string())
-        .arg("+15550200")
-        .arg(LOGIN_CODE)
+        .args(args)
+        .kill_on_drop(true)
         .output();
-    let run = tokio::time::timeout(std::time::Duration::from_secs(120), run)
-        .await
-        .context("Telethon timed out")??;
+    let run = tokio::time::timeout(std::time::Duration::from_secs(240), run).await;
     let _ = std::fs::remove_file(&pem);
+    let run = run.context("Telethon timed out")??;
     let stdout = String::from_utf8_lossy(&run.stdout);
     anyhow::ensure!(
         run.status.success(),
-        "Telethon failed: {stdout}\n{}",
+        "Telethon {script} failed: {stdout}\n{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let seen: serde_json::Value = serde_json::from_str(stdout.trim())?;
+    let last = stdout.lines().last().unwrap_or_default();
+    Ok(serde_json::from_str(last.trim())?)
+}
+
+#[tokio::test]
+async fn stock_telethon_signs_up_and_reads_itself() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let seen = run_telethon(&key, port, "sign_up.py", &["+15550200", LOGIN_CODE]).await?;
     assert_eq!(seen["authorized_before"], false);
     assert_eq!(seen["sign_in"], "sign up required");
     assert_eq!(seen["first_name"], "Telethon");
@@ -270,5 +292,316 @@ async fn stock_telethon_signs_up_and_reads_itself() -> anyhow::Result<()> {
         serde_json::json!([400, "METHOD_NOT_SUPPORTED"])
     );
     assert_eq!(seen["me_again"], seen["id"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn stock_telethon_users_chat_edit_delete_and_catch_up() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let seen = run_telethon(
+        &key,
+        port,
+        "chat.py",
+        &["+15550301", "+15550302", LOGIN_CODE],
+    )
+    .await?;
+    let ids = seen["ids"].as_array().cloned().unwrap_or_default();
+    assert_eq!(seen["imported"], serde_json::json!([[7, ids[0]]]));
+    assert_eq!(seen["ann_got"], "hello Ann");
+    assert_eq!(seen["bob_got"], "hi Bob");
+    assert_eq!(
+        seen["edit"],
+        serde_json::json!([true, "hello Ann (edited)"])
+    );
+    assert_eq!(seen["deleted"], true);
+    assert_eq!(seen["dropped"], true);
+    assert_eq!(
+        seen["caught_up"],
+        serde_json::json!(["while you were away 1", "while you were away 2"])
+    );
+    assert_eq!(
+        seen["history"],
+        serde_json::json!([
+            "while you were away 2",
+            "while you were away 1",
+            "hi Bob",
+            "hello Ann (edited)"
+        ])
+    );
+    let dialogs = seen["dialogs"].as_array().cloned().unwrap_or_default();
+    assert!(
+        dialogs.contains(&serde_json::json!([ids[1], "while you were away 2"])),
+        "{dialogs:?}"
+    );
+    assert_eq!(
+        seen["search"],
+        serde_json::json!(["while you were away 2", "while you were away 1"])
+    );
+    // The second id was deleted: Telethon shows it as missing.
+    assert_eq!(
+        seen["get_messages"],
+        serde_json::json!(["while you were away 1", null])
+    );
+    assert_eq!(
+        seen["forwarded"],
+        serde_json::json!(["while you were away 1", ids[1]])
+    );
+    assert_eq!(seen["full_user"], ids[1]);
+    assert_eq!(seen["peer_dialog_unread"], 3);
+    assert_eq!(seen["authorizations"], serde_json::json!([true]));
+    assert_eq!(seen["read_up_to_latest"], true);
+    assert_eq!(seen["unread_after_read"], 0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
+    use tokio::io::AsyncBufReadExt;
+
+    let (system, key, port) = system_with_door().await?;
+    let mut gina = system.device().await?;
+    gina.sign_up("15550401", "Gina").await?;
+    let mut gina_stream = gina.stream(0).await?;
+
+    let (python, root) = telethon()?;
+    let pem = public_pem_file(&key)?;
+    let mut script = tokio::process::Command::new(&python)
+        .arg(root.join("tests/telethon/with_grpc.py"))
+        .arg(&pem)
+        .arg(port.to_string())
+        .args(["+15550402", LOGIN_CODE, "+15550401"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdout = script.stdout.take().context("no stdout")?;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let within = std::time::Duration::from_secs(120);
+    let ready = tokio::time::timeout(within, lines.next_line())
+        .await
+        .context("Telethon never got ready")??
+        .context("Telethon ended early")?;
+    let ready: serde_json::Value = serde_json::from_str(&ready)?;
+    let tom = ready["ready"].as_i64().context("no Telethon user id")?;
+    assert_eq!(ready["peer"].as_i64(), Some(gina.user_id()?));
+
+    // Gina's gRPC stream gets Tom's message.
+    let from_tom = oxigram_tests::client::next_update_where(&mut gina_stream, |kind| match kind {
+        oxigram_proto::types::v1::update::Kind::NewMessage(n) => n.message,
+        _ => None,
+    })
+    .await?;
+    assert_eq!(from_tom.text, "from telethon");
+    assert_eq!(from_tom.from_user_id, tom);
+
+    // Tom is signed in on the gRPC door too: that device and Telethon both get Gina's answer.
+    let mut tom_grpc = system.device().await?;
+    assert_eq!(tom_grpc.sign_in("15550402").await?.id, tom);
+    let mut tom_stream = tom_grpc.stream(0).await?;
+    gina.send(tom, 11, "from grpc").await?;
+    let on_grpc = oxigram_tests::client::next_update_where(&mut tom_stream, |kind| match kind {
+        oxigram_proto::types::v1::update::Kind::NewMessage(n) => n.message,
+        _ => None,
+    })
+    .await?;
+    assert_eq!(on_grpc.text, "from grpc");
+
+    let done = tokio::time::timeout(within, lines.next_line())
+        .await
+        .context("Telethon never finished")??;
+    let status = script.wait().await?;
+    let _ = std::fs::remove_file(&pem);
+    let done = done.context("Telethon printed no result")?;
+    anyhow::ensure!(status.success(), "Telethon failed: {done}");
+    let seen: serde_json::Value = serde_json::from_str(&done)?;
+    assert_eq!(seen["got"], serde_json::json!(["from grpc"]));
+    assert_eq!(
+        seen["history"],
+        serde_json::json!(["from grpc", "from telethon"])
+    );
+    // Both doors see the same chat.
+    let gina_history: Vec<String> = gina
+        .history(tom)
+        .await?
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(gina_history, vec!["from grpc", "from telethon"]);
+    Ok(())
+}
+
+fn send_text(
+    peer: enums::InputPeer,
+    text: &str,
+    random_id: i64,
+) -> functions::messages::SendMessage {
+    functions::messages::SendMessage {
+        no_webpage: false,
+        silent: false,
+        background: false,
+        clear_draft: false,
+        noforwards: false,
+        update_stickersets_order: false,
+        invert_media: false,
+        allow_paid_floodskip: false,
+        peer,
+        reply_to: None,
+        message: text.into(),
+        random_id,
+        reply_markup: None,
+        entities: None,
+        schedule_date: None,
+        schedule_repeat_period: None,
+        send_as: None,
+        quick_reply_shortcut: None,
+        effect: None,
+        allow_paid_stars: None,
+        suggested_post: None,
+        rich_message: None,
+    }
+}
+
+/// The next pushed Updates, within 15 s.
+async fn next_updates(client: &mut Client) -> anyhow::Result<enums::Updates> {
+    use oxigram_tl::Deserializable;
+    let push = tokio::time::timeout(std::time::Duration::from_secs(15), client.next_push())
+        .await
+        .context("no push within 15 s")??;
+    Ok(enums::Updates::deserialize(
+        &mut oxigram_tl::Cursor::from_slice(&push),
+    )?)
+}
+
+#[tokio::test]
+async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let mut ann = connect(&key, port).await?;
+    let mut bob = connect(&key, port).await?;
+    let ann_user = sign_up(&mut ann, "15550501").await?;
+    let bob_user = sign_up(&mut bob, "15550502").await?;
+    // A fresh account is at pts 1 on this door (Telegram clients take 0 for "no state").
+    let enums::updates::State::State(state) = bob.invoke(&functions::updates::GetState {}).await?;
+    assert_eq!(state.pts, 1);
+    let to_bob = enums::InputPeer::User(types::InputPeerUser {
+        user_id: bob_user.id,
+        access_hash: 0,
+    });
+
+    // The first message from Ann comes with Ann; the next as updateShortMessage.
+    ann.invoke(&send_text(to_bob.clone(), "one", 1)).await?;
+    let enums::Updates::Updates(first) = next_updates(&mut bob).await? else {
+        anyhow::bail!("the first push is not updates with users");
+    };
+    assert!(
+        matches!(first.users.as_slice(), [enums::User::User(u)] if u.id == ann_user.id),
+        "{first:?}"
+    );
+    let [enums::Update::NewMessage(new)] = first.updates.as_slice() else {
+        anyhow::bail!("{first:?}");
+    };
+    assert_eq!((new.pts, new.pts_count), (2, 1));
+    ann.invoke(&send_text(to_bob.clone(), "two", 2)).await?;
+    let enums::Updates::UpdateShortMessage(short) = next_updates(&mut bob).await? else {
+        anyhow::bail!("the second push is not updateShortMessage");
+    };
+    assert_eq!(
+        (short.message.as_str(), short.user_id, short.out, short.pts),
+        ("two", ann_user.id, false, 3)
+    );
+
+    // Ann edits and deletes: pushes over the next pts.
+    let edited = ann
+        .invoke(&functions::messages::EditMessage {
+            no_webpage: false,
+            invert_media: false,
+            peer: to_bob.clone(),
+            id: 1,
+            message: Some("one, edited".into()),
+            media: None,
+            reply_markup: None,
+            entities: None,
+            schedule_date: None,
+            schedule_repeat_period: None,
+            quick_reply_shortcut_id: None,
+            rich_message: None,
+        })
+        .await?;
+    assert!(matches!(edited, enums::Updates::Updates(ref u)
+        if matches!(u.updates.as_slice(), [enums::Update::EditMessage(_)])));
+    let enums::Updates::Updates(edit) = next_updates(&mut bob).await? else {
+        anyhow::bail!("the edit push");
+    };
+    let [enums::Update::EditMessage(edit)] = edit.updates.as_slice() else {
+        anyhow::bail!("{edit:?}");
+    };
+    assert_eq!(edit.pts, 4);
+    let enums::messages::AffectedMessages::Messages(deleted) = ann
+        .invoke(&functions::messages::DeleteMessages {
+            revoke: true,
+            id: vec![2],
+        })
+        .await?;
+    assert_eq!(deleted.pts_count, 1);
+    let enums::Updates::UpdateShort(short) = next_updates(&mut bob).await? else {
+        anyhow::bail!("the delete push");
+    };
+    assert!(
+        matches!(&short.update, enums::Update::DeleteMessages(d) if d.messages == vec![2] && d.pts == 5),
+        "{short:?}"
+    );
+
+    // Bob's difference from his first state: the message left in its current state, the
+    // edit and the delete as other updates, Ann among the users.
+    let difference = bob
+        .invoke(&functions::updates::GetDifference {
+            pts: 1,
+            pts_limit: None,
+            pts_total_limit: None,
+            date: 0,
+            qts: 0,
+            qts_limit: None,
+        })
+        .await?;
+    let enums::updates::Difference::Difference(difference) = difference else {
+        anyhow::bail!("{difference:?}");
+    };
+    let texts: Vec<&str> = difference
+        .new_messages
+        .iter()
+        .filter_map(|m| match m {
+            enums::Message::Message(m) => Some(m.message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, vec!["one, edited"]);
+    assert_eq!(
+        difference.other_updates.len(),
+        3,
+        "{:?}",
+        difference.other_updates
+    );
+    let enums::updates::State::State(state) = &difference.state;
+    assert_eq!(state.pts, 5);
+    assert!(
+        difference
+            .users
+            .iter()
+            .any(|u| matches!(u, enums::User::User(u) if u.id == ann_user.id))
+    );
+    // Nothing new since: differenceEmpty.
+    let empty = bob
+        .invoke(&functions::updates::GetDifference {
+            pts: 5,
+            pts_limit: None,
+            pts_total_limit: None,
+            date: 0,
+            qts: 0,
+            qts_limit: None,
+        })
+        .await?;
+    assert!(
+        matches!(empty, enums::updates::Difference::Empty(_)),
+        "{empty:?}"
+    );
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! a bad frame or an undecryptable message is closed; no other connection notices.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -14,6 +15,7 @@ use tracing::debug;
 use crate::crypto::Direction;
 use crate::envelope::{Message, Plain, auth_key_id};
 use crate::handshake::{ServerHandshake, Step};
+use crate::parked::Parked;
 use crate::session::{Backend, Outgoing, RpcError, Session, rpc_error, rpc_result};
 use crate::transport::{Detected, FrameError, Framing};
 
@@ -22,6 +24,9 @@ use crate::transport::{Detected, FrameError, Framing};
 const UNKNOWN_AUTH_KEY: i32 = -404;
 /// A connection that says nothing for this long is closed.
 const IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// Numbers the connections (from 1) for [`crate::session::Call::connection_id`].
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 /// Why a connection ended.
 #[derive(Debug, thiserror::Error)]
@@ -36,12 +41,13 @@ pub enum ConnectionError {
 
 /// Accepts connections until the listener fails; each runs in its own task.
 pub async fn serve<B: Backend>(listener: TcpListener, backend: Arc<B>) -> std::io::Result<()> {
+    let parked = Arc::new(Parked::default());
     loop {
         let (stream, peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
-        let backend = backend.clone();
+        let (backend, parked) = (backend.clone(), parked.clone());
         tokio::spawn(async move {
-            if let Err(error) = connection(stream, backend).await {
+            if let Err(error) = connection(stream, backend, parked).await {
                 debug!(%peer, %error, "mtproto connection closed");
             }
         });
@@ -55,10 +61,11 @@ fn unix_now() -> i32 {
         .unwrap_or(0)
 }
 
-/// One client connection, start to end.
+/// One client connection, start to end; `parked` keeps what its sessions leave unacknowledged.
 pub async fn connection<B: Backend>(
     mut stream: TcpStream,
     backend: Arc<B>,
+    parked: Arc<Parked>,
 ) -> Result<(), ConnectionError> {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -75,12 +82,16 @@ pub async fn connection<B: Backend>(
             break framing;
         }
     };
+    let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let (push, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let mut handshake = ServerHandshake::new();
     let mut session: Option<Session> = None;
     let mut out = Vec::new();
     let mut plain_msg_id = 0i64;
-    let mut deadline = Instant::now() + IDLE;
+    let mut idle_until = Instant::now() + IDLE;
+    // Set by ping_delay_disconnect: only the next such ping moves it, other traffic does not
+    // (a client uses it to have a dead connection closed even while it keeps acknowledging).
+    let mut pinged_until: Option<Instant> = None;
     let mut close_after_write = false;
     let mut fresh_bytes = true;
     loop {
@@ -106,8 +117,11 @@ pub async fn connection<B: Backend>(
                                 .save_key(&new_key)
                                 .await
                                 .map_err(ConnectionError::Protocol)?;
-                            session =
-                                Some(Session::new(new_key.key, Some(new_key.salt), push.clone()));
+                            session = Some(
+                                Session::new(new_key.key, Some(new_key.salt), push.clone())
+                                    .on_connection(connection_id)
+                                    .with_parking(parked.clone()),
+                            );
                             reply
                         }
                     };
@@ -124,7 +138,13 @@ pub async fn connection<B: Backend>(
                 }
                 if session.as_ref().map(|s| s.key().id()) != Some(key_id) {
                     match backend.find_key(key_id).await {
-                        Some(key) => session = Some(Session::new(key, None, push.clone())),
+                        Some(key) => {
+                            session = Some(
+                                Session::new(key, None, push.clone())
+                                    .on_connection(connection_id)
+                                    .with_parking(parked.clone()),
+                            )
+                        }
                         None => {
                             framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
                             close_after_write = true;
@@ -143,8 +163,10 @@ pub async fn connection<B: Backend>(
                     framing.encode(&sealed, &mut out);
                 }
                 if let Some(delay) = actions.disconnect_after {
-                    deadline = Instant::now()
-                        + Duration::from_secs(u64::try_from(delay.max(1)).unwrap_or(1));
+                    pinged_until = Some(
+                        Instant::now()
+                            + Duration::from_secs(u64::try_from(delay.max(1)).unwrap_or(1)),
+                    );
                 }
                 for (msg_id, perm_id) in actions.binds {
                     let answer = match backend.find_key(perm_id).await {
@@ -190,7 +212,7 @@ pub async fn connection<B: Backend>(
                 if n == 0 {
                     return Ok(());
                 }
-                deadline = deadline.max(Instant::now() + IDLE);
+                idle_until = Instant::now() + IDLE;
                 buf.extend_from_slice(&chunk[..n]);
                 fresh_bytes = true;
             }
@@ -205,7 +227,7 @@ pub async fn connection<B: Backend>(
                     }
                 }
             }
-            () = tokio::time::sleep_until(deadline) => {
+            () = tokio::time::sleep_until(pinged_until.map_or(idle_until, |p| p.min(idle_until))) => {
                 return Ok(());
             }
         }

@@ -7,6 +7,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use oxigram_tl::{Cursor, Deserializable, Identifiable, Serializable, functions, types};
@@ -16,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::crypto::{AuthKey, Direction, sha256};
 use crate::envelope::Message;
 use crate::handshake::{NewKey, boxed};
+use crate::parked::{self, Left, Parked};
 use crate::rsa_key::ServerKey;
 use crate::wire::{self, Tail};
 
@@ -67,6 +69,9 @@ pub struct Call {
     pub device_model: Option<String>,
     /// This connection's push channel.
     pub push: Pusher,
+    /// Identifies the connection among the server's (see [`Session::on_connection`]): a
+    /// backend keeps per-connection state, such as a live update feed, by it.
+    pub connection_id: u64,
 }
 
 /// What the protocol needs from the application: keys and API calls.
@@ -139,7 +144,12 @@ pub struct Session {
     layer: Option<i32>,
     device_model: Option<String>,
     push: Pusher,
+    connection_id: u64,
     pending_binds: Vec<(i64, functions::auth::BindTempAuthKey)>,
+    /// Answers sent and not acknowledged yet, by msg_id (oldest first, bounded).
+    unacked: VecDeque<(i64, Vec<u8>)>,
+    /// Where the unacknowledged answers go when the session ends.
+    parked: Option<Arc<Parked>>,
 }
 
 fn unix_now() -> i64 {
@@ -162,8 +172,24 @@ impl Session {
             layer: None,
             device_model: None,
             push,
+            connection_id: 0,
             pending_binds: Vec::new(),
+            unacked: VecDeque::new(),
+            parked: None,
         }
+    }
+
+    /// Keeps the session's unacknowledged answers in `parked` when it ends, and takes over
+    /// those of an earlier connection of the same session.
+    pub fn with_parking(mut self, parked: Arc<Parked>) -> Session {
+        self.parked = Some(parked);
+        self
+    }
+
+    /// The session of connection `connection_id`, which its calls carry.
+    pub fn on_connection(mut self, connection_id: u64) -> Session {
+        self.connection_id = connection_id;
+        self
     }
 
     pub fn key(&self) -> &AuthKey {
@@ -192,8 +218,25 @@ impl Session {
     pub fn receive(&mut self, message: Message) -> Actions {
         let mut actions = Actions::default();
         if self.session_id != Some(message.session_id) {
+            self.leave();
             self.session_id = Some(message.session_id);
             self.sent_content = 0;
+            let resumed = self
+                .parked
+                .as_ref()
+                .and_then(|p| p.take(self.key.id(), message.session_id));
+            if let Some(left) = resumed {
+                // The same session on a new connection: what it did not acknowledge comes
+                // again, and seq_no goes on where it was.
+                self.sent_content = left.sent_content;
+                actions
+                    .send
+                    .extend(left.unacked.into_iter().map(|body| Outgoing {
+                        body,
+                        content_related: true,
+                    }));
+                return self.after_session_check(message, actions);
+            }
             let mut unique_id = [0u8; 8];
             rand::rng().fill_bytes(&mut unique_id);
             actions.send.push(Outgoing {
@@ -205,6 +248,10 @@ impl Session {
                 content_related: true,
             });
         }
+        self.after_session_check(message, actions)
+    }
+
+    fn after_session_check(&mut self, message: Message, mut actions: Actions) -> Actions {
         if let Some(code) = msg_id_error(message.msg_id) {
             actions
                 .send
@@ -305,7 +352,13 @@ impl Session {
                     &RpcError::new(400, "INPUT_REQUEST_INVALID"),
                 )),
             },
-            types::MsgsAck::CONSTRUCTOR_ID => {}
+            types::MsgsAck::CONSTRUCTOR_ID => {
+                let ids = oxigram_tl::RawVec::<i64>::deserialize(&mut Cursor::from_slice(rest))
+                    .map(|v| v.0)
+                    .or_else(|_| Vec::<i64>::deserialize(&mut Cursor::from_slice(rest)))
+                    .unwrap_or_default();
+                self.unacked.retain(|(id, _)| !ids.contains(id));
+            }
             functions::Ping::CONSTRUCTOR_ID | functions::PingDelayDisconnect::CONSTRUCTOR_ID => {
                 let mut cursor = Cursor::from_slice(rest);
                 let Ok(ping_id) = i64::deserialize(&mut cursor) else {
@@ -401,6 +454,7 @@ impl Session {
                         layer: self.layer,
                         device_model: self.device_model.clone(),
                         push: self.push.clone(),
+                        connection_id: self.connection_id,
                     };
                     actions.calls.push((msg_id, call, query));
                 }
@@ -509,10 +563,17 @@ impl Session {
         } else {
             self.sent_content * 2
         };
+        let msg_id = self.next_msg_id();
+        if outgoing.content_related && is_answer(&outgoing.body) {
+            self.unacked.push_back((msg_id, outgoing.body.clone()));
+            if self.unacked.len() > parked::MAX_PER_SESSION {
+                self.unacked.pop_front();
+            }
+        }
         let message = Message {
             salt: self.current_salt(),
             session_id: self.session_id.unwrap_or_default(),
-            msg_id: self.next_msg_id(),
+            msg_id,
             seq_no,
             body: outgoing.body.clone(),
         };
@@ -548,6 +609,35 @@ impl Session {
         }
         true
     }
+}
+
+impl Session {
+    /// Parks the current session's unacknowledged answers (the session ends or changes).
+    fn leave(&mut self) {
+        let (Some(parked), Some(session_id)) = (&self.parked, self.session_id) else {
+            return;
+        };
+        let unacked = std::mem::take(&mut self.unacked);
+        parked.park(
+            self.key.id(),
+            session_id,
+            Left {
+                sent_content: self.sent_content,
+                unacked: unacked.into_iter().map(|(_, body)| body).collect(),
+            },
+        );
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+/// An `rpc_result`: what a client waits for and must get again after a reconnect.
+fn is_answer(body: &[u8]) -> bool {
+    oxigram_tl::constructor_id(body) == Some(wire::RPC_RESULT)
 }
 
 /// The bad_msg_notification code a client msg_id earns, if any.

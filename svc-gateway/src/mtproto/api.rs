@@ -1,6 +1,6 @@
 //! The API calls of the MTProto door, each answered by the gRPC API's own handler: the call is
 //! read as its TL function, made a gRPC request carrying the key's `x-oxigram-auth-key`, and
-//! the answer translated back. A method not mapped here answers `rpc_error` 400
+//! the answer translated back (`messages.*` in `messages`, the update log in `updates`). A method not mapped here answers `rpc_error` 400
 //! `METHOD_NOT_SUPPORTED`, on a connection that stays open.
 
 use std::collections::HashMap;
@@ -9,21 +9,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use oxigram_mtproto::session::{Call, RpcError};
 use oxigram_proto::api::v1::{
-    self as api, auth_server::Auth, messages_server::Messages, updates_server::Updates,
+    self as api, auth_server::Auth, contacts_server::Contacts, updates_server::Updates,
     users_server::Users,
 };
 use oxigram_tl::{Cursor, Deserializable, Identifiable, Serializable, enums, functions, types};
 use tonic::Request;
 use tonic::metadata::MetadataValue;
 
-use super::convert;
+use super::{convert, messages, updates};
 use crate::{
-    AUTH_KEY_HEADER, Gateway, auth::AuthApi, messages_api::MessagesApi, updates_api::UpdatesApi,
+    AUTH_KEY_HEADER, Gateway, auth::AuthApi, contacts_api::ContactsApi, updates_api::UpdatesApi,
     users_api::UsersApi,
 };
 
 /// A gRPC request as the key's own call.
-fn request<T>(header: &str, body: T) -> Result<Request<T>, RpcError> {
+pub fn request<T>(header: &str, body: T) -> Result<Request<T>, RpcError> {
     let mut request = Request::new(body);
     let value =
         MetadataValue::try_from(header).map_err(|_| RpcError::new(401, "AUTH_KEY_INVALID"))?;
@@ -31,9 +31,20 @@ fn request<T>(header: &str, body: T) -> Result<Request<T>, RpcError> {
     Ok(request)
 }
 
-fn read<T: Deserializable>(query: &[u8]) -> Result<T, RpcError> {
-    T::deserialize(&mut Cursor::from_slice(&query[4..]))
+/// The call's TL function (its constructor id already matched).
+pub fn read<T: Deserializable>(query: &[u8]) -> Result<T, RpcError> {
+    let body = query.get(4..).unwrap_or_default();
+    T::deserialize(&mut Cursor::from_slice(body))
         .map_err(|_| RpcError::new(400, "INPUT_CONSTRUCTOR_INVALID"))
+}
+
+/// The signed-in user of the key (`AUTH_KEY_UNREGISTERED` otherwise).
+pub async fn signed_in(gateway: &Gateway, header: &str) -> Result<i64, RpcError> {
+    let (me, ()) = gateway
+        .signed_in(request(header, ())?)
+        .await
+        .map_err(|s| convert::rpc_error(&s))?;
+    Ok(me.user_id)
 }
 
 fn unix_now() -> i32 {
@@ -165,26 +176,193 @@ pub async fn answer(
         }
         functions::users::GetUsers::CONSTRUCTOR_ID => {
             let wanted: functions::users::GetUsers = read(query)?;
+            // Stock clients probe with the self user before sign-in: a 401 then.
             let me = UsersApi(gateway.clone())
                 .get_me(request(header, api::GetMeRequest {})?)
                 .await
                 .map_err(status)?
                 .into_inner();
+            let ids: Vec<i64> = wanted
+                .id
+                .iter()
+                .filter_map(|input| match input {
+                    enums::InputUser::User(u) if u.user_id != me.id => Some(u.user_id),
+                    _ => None,
+                })
+                .collect();
+            let others = gateway.users_for(me.id, &ids).await.map_err(status)?;
             let users: Vec<enums::User> = wanted
                 .id
                 .iter()
-                .map(|input| match input {
-                    enums::InputUser::UserSelf => convert::user(&me, true),
-                    enums::InputUser::User(u) if u.user_id == me.id => convert::user(&me, true),
-                    other => enums::User::Empty(types::UserEmpty {
-                        id: match other {
-                            enums::InputUser::User(u) => u.user_id,
-                            _ => 0,
-                        },
-                    }),
+                .map(|input| {
+                    let id = match input {
+                        enums::InputUser::UserSelf => me.id,
+                        enums::InputUser::User(u) => u.user_id,
+                        _ => 0,
+                    };
+                    if id == me.id {
+                        return convert::user(&me, true);
+                    }
+                    others
+                        .iter()
+                        .find(|u| u.id == id)
+                        .map_or(enums::User::Empty(types::UserEmpty { id }), |u| {
+                            convert::user(u, false)
+                        })
                 })
                 .collect();
             Ok(users.to_bytes())
+        }
+        functions::users::GetFullUser::CONSTRUCTOR_ID => {
+            let wanted: functions::users::GetFullUser = read(query)?;
+            let me = signed_in(gateway, header).await?;
+            let id = match wanted.id {
+                enums::InputUser::UserSelf => me,
+                enums::InputUser::User(u) => u.user_id,
+                _ => return Err(RpcError::new(400, "USER_ID_INVALID")),
+            };
+            let user = gateway
+                .user_for(me, id)
+                .await
+                .map_err(status)?
+                .ok_or_else(|| RpcError::new(400, "USER_ID_INVALID"))?;
+            let blocked = !gateway
+                .blocked_by(id, &[me])
+                .await
+                .map_err(status)?
+                .is_empty();
+            Ok(enums::users::UserFull::Full(types::users::UserFull {
+                full_user: convert::user_full(&user, blocked),
+                chats: Vec::new(),
+                users: vec![convert::user(&user, id == me)],
+            })
+            .to_bytes())
+        }
+        functions::contacts::ResolveUsername::CONSTRUCTOR_ID => {
+            let wanted: functions::contacts::ResolveUsername = read(query)?;
+            let me = signed_in(gateway, header).await?;
+            let user = UsersApi(gateway.clone())
+                .resolve_username(request(
+                    header,
+                    api::ResolveUsernameRequest {
+                        username: wanted.username,
+                    },
+                )?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok(
+                enums::contacts::ResolvedPeer::Peer(types::contacts::ResolvedPeer {
+                    peer: enums::Peer::User(types::PeerUser { user_id: user.id }),
+                    chats: Vec::new(),
+                    users: vec![convert::user(&user, user.id == me)],
+                })
+                .to_bytes(),
+            )
+        }
+        functions::contacts::ImportContacts::CONSTRUCTOR_ID => {
+            let wanted: functions::contacts::ImportContacts = read(query)?;
+            let me = signed_in(gateway, header).await?;
+            let contacts: Vec<types::InputPhoneContact> = wanted
+                .contacts
+                .into_iter()
+                .map(|c| match c {
+                    enums::InputContact::InputPhoneContact(c) => c,
+                })
+                .collect();
+            let imported = ContactsApi(gateway.clone())
+                .import_contacts(request(
+                    header,
+                    api::ImportContactsRequest {
+                        contacts: contacts
+                            .iter()
+                            .map(|c| api::InputContact {
+                                phone: c.phone.clone(),
+                                first_name: c.first_name.clone(),
+                                last_name: c.last_name.clone(),
+                            })
+                            .collect(),
+                    },
+                )?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            // Telegram names each import by the client's own id for the contact.
+            let digits =
+                |phone: &str| -> String { phone.chars().filter(char::is_ascii_digit).collect() };
+            let imported_contacts = imported
+                .imported
+                .iter()
+                .filter_map(|found| {
+                    let contact = contacts
+                        .iter()
+                        .find(|c| digits(&c.phone) == digits(&found.phone))?;
+                    Some(enums::ImportedContact::Contact(types::ImportedContact {
+                        user_id: found.user_id,
+                        client_id: contact.client_id,
+                    }))
+                })
+                .collect();
+            Ok(
+                enums::contacts::ImportedContacts::Contacts(types::contacts::ImportedContacts {
+                    imported: imported_contacts,
+                    popular_invites: Vec::new(),
+                    retry_contacts: Vec::new(),
+                    users: convert::users(&imported.users, me),
+                })
+                .to_bytes(),
+            )
+        }
+        functions::account::GetAuthorizations::CONSTRUCTOR_ID => {
+            let listed = AuthApi(gateway.clone())
+                .get_authorizations(request(header, api::GetAuthorizationsRequest {})?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            Ok(
+                enums::account::Authorizations::Authorizations(types::account::Authorizations {
+                    authorization_ttl_days: 365,
+                    authorizations: listed
+                        .authorizations
+                        .iter()
+                        .map(convert::authorization)
+                        .collect(),
+                })
+                .to_bytes(),
+            )
+        }
+        functions::account::ResetAuthorization::CONSTRUCTOR_ID => {
+            let wanted: functions::account::ResetAuthorization = read(query)?;
+            AuthApi(gateway.clone())
+                .reset_authorization(request(
+                    header,
+                    api::ResetAuthorizationRequest {
+                        auth_key_id: wanted.hash,
+                    },
+                )?)
+                .await
+                .map_err(status)?;
+            Ok(true.to_bytes())
+        }
+        functions::auth::ResetAuthorizations::CONSTRUCTOR_ID => {
+            // Every other device of the account, as the gRPC door ends them one by one.
+            let auth = AuthApi(gateway.clone());
+            let listed = auth
+                .get_authorizations(request(header, api::GetAuthorizationsRequest {})?)
+                .await
+                .map_err(status)?
+                .into_inner();
+            for other in listed.authorizations.iter().filter(|a| !a.current) {
+                auth.reset_authorization(request(
+                    header,
+                    api::ResetAuthorizationRequest {
+                        auth_key_id: other.auth_key_id,
+                    },
+                )?)
+                .await
+                .map_err(status)?;
+            }
+            Ok(true.to_bytes())
         }
         functions::updates::GetState::CONSTRUCTOR_ID => {
             let state = UpdatesApi(gateway.clone())
@@ -192,85 +370,44 @@ pub async fn answer(
                 .await
                 .map_err(status)?
                 .into_inner();
-            Ok(enums::updates::State::State(types::updates::State {
-                pts: state.pts,
-                qts: 0,
-                date: i32::try_from(state.date).unwrap_or(i32::MAX),
-                seq: 0,
-                unread_count: 0,
-            })
-            .to_bytes())
+            Ok(enums::updates::State::State(updates::state(Some(&state))).to_bytes())
         }
-        functions::messages::SendMessage::CONSTRUCTOR_ID => {
-            let send: functions::messages::SendMessage = read(query)?;
-            let sent = MessagesApi(gateway.clone())
-                .send_message(request(
+        functions::updates::GetDifference::CONSTRUCTOR_ID => {
+            let wanted: functions::updates::GetDifference = read(query)?;
+            let me = signed_in(gateway, header).await?;
+            // A smaller page when the client asks for one; oxigram's default page otherwise.
+            let limit = wanted
+                .pts_total_limit
+                .filter(|l| (1..=DIFFERENCE_PAGE).contains(l))
+                .unwrap_or(0);
+            let difference = UpdatesApi(gateway.clone())
+                .get_difference(request(
                     header,
-                    oxigram_proto::types::v1::SendMessageRequest {
-                        peer: Some(convert::input_peer(&send.peer)?),
-                        random_id: send.random_id,
-                        text: send.message,
-                        silent: send.silent,
-                        noforwards: send.noforwards,
-                        ..Default::default()
+                    oxigram_proto::types::v1::GetDifferenceRequest {
+                        pts: updates::ox_pts(wanted.pts),
+                        limit,
                     },
                 )?)
                 .await
                 .map_err(status)?
                 .into_inner();
-            let message = sent.message.unwrap_or_default();
-            Ok(
-                enums::Updates::UpdateShortSentMessage(types::UpdateShortSentMessage {
-                    out: true,
-                    id: convert::int(message.id),
-                    pts: sent.pts,
-                    pts_count: sent.pts_count,
-                    date: convert::int(message.date),
-                    media: None,
-                    entities: None,
-                    ttl_period: None,
-                })
-                .to_bytes(),
-            )
-        }
-        functions::messages::GetHistory::CONSTRUCTOR_ID => {
-            let wanted: functions::messages::GetHistory = read(query)?;
-            let slice = MessagesApi(gateway.clone())
-                .get_history(request(
-                    header,
-                    oxigram_proto::types::v1::GetHistoryRequest {
-                        peer: Some(convert::input_peer(&wanted.peer)?),
-                        offset_id: i64::from(wanted.offset_id),
-                        limit: wanted.limit,
-                        offset_date: i64::from(wanted.offset_date),
-                        add_offset: wanted.add_offset,
-                        max_id: i64::from(wanted.max_id),
-                        min_id: i64::from(wanted.min_id),
-                    },
-                )?)
+            let answer = updates::difference(gateway, me, difference, wanted.pts)
                 .await
-                .map_err(status)?
-                .into_inner();
-            Ok(
-                enums::messages::Messages::Messages(types::messages::Messages {
-                    messages: slice.messages.iter().map(convert::message).collect(),
-                    topics: Vec::new(),
-                    chats: Vec::new(),
-                    users: slice
-                        .users
-                        .iter()
-                        .map(|u| convert::user(u, false))
-                        .collect(),
-                })
-                .to_bytes(),
-            )
+                .map_err(status)?;
+            Ok(answer.to_bytes())
         }
         _ => {
+            if let Some(answer) = messages::answer(gateway, header, id, query).await {
+                return answer;
+            }
             tracing::debug!(method = oxigram_tl::name_for_id(id), layer = ?call.layer, "MTProto method not supported");
             Err(RpcError::new(400, "METHOD_NOT_SUPPORTED"))
         }
     }
 }
+
+/// The page of a difference this door asks for unless the client wants fewer.
+const DIFFERENCE_PAGE: i32 = 100;
 
 fn authorization_of(authorization: api::Authorization) -> Vec<u8> {
     let user = authorization.user.unwrap_or_default();

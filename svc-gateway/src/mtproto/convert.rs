@@ -6,28 +6,43 @@ use oxigram_proto::types::v1 as ox;
 use oxigram_tl::{enums, types};
 use tonic::{Code, Status};
 
+/// oxigram error codes whose Telegram class differs from what their gRPC code says, and the
+/// few whose Telegram name differs: (oxigram code, Telegram number, Telegram name). Every other
+/// code keeps its name, and its number follows its gRPC code (see [`rpc_error`]).
+const TELEGRAM_ERRORS: &[(&str, i32, &str)] = &[
+    // Forbidden in oxigram's terms, a plain bad request in Telegram's.
+    ("USER_IS_BLOCKED", 400, "USER_IS_BLOCKED"),
+    ("CHAT_FORWARDS_RESTRICTED", 400, "CHAT_FORWARDS_RESTRICTED"),
+    // Retry-later failures: Telegram's 500 names, which clients retry by themselves.
+    ("SERVICE_UNAVAILABLE", 500, "RPC_CALL_FAIL"),
+    ("INTERNAL", 500, "INTERNAL_SERVER_ERROR"),
+];
+
 /// A gRPC status as Telegram's `rpc_error`: the stable code (`PEER_ID_INVALID`,
-/// `FLOOD_WAIT_30`, …) and the number Telegram uses for its class.
+/// `FLOOD_WAIT_30`, …) with the number Telegram uses for its class. The one table of
+/// differences is [`TELEGRAM_ERRORS`].
 pub fn rpc_error(status: &Status) -> RpcError {
     let name = oxigram_errors::code_of(status).unwrap_or_else(|| match status.code() {
         Code::Unauthenticated => "AUTH_KEY_UNREGISTERED".into(),
-        Code::Unavailable | Code::DeadlineExceeded => "RPC_CALL_FAIL".into(),
+        Code::Unavailable | Code::DeadlineExceeded => "SERVICE_UNAVAILABLE".into(),
         _ => "INTERNAL".into(),
     });
-    let number = if name.starts_with("FLOOD_WAIT_") {
-        420
-    } else {
-        match status.code() {
-            Code::InvalidArgument
-            | Code::NotFound
-            | Code::AlreadyExists
-            | Code::FailedPrecondition
-            | Code::OutOfRange => 400,
-            Code::Unauthenticated => 401,
-            Code::PermissionDenied => 403,
-            Code::ResourceExhausted => 420,
-            _ => 500,
-        }
+    if let Some((_, number, telegram)) = TELEGRAM_ERRORS.iter().find(|(ox, _, _)| *ox == name) {
+        return RpcError::new(*number, *telegram);
+    }
+    if name.starts_with("FLOOD_WAIT_") {
+        return RpcError::new(420, name);
+    }
+    let number = match status.code() {
+        Code::InvalidArgument
+        | Code::NotFound
+        | Code::AlreadyExists
+        | Code::FailedPrecondition
+        | Code::OutOfRange => 400,
+        Code::Unauthenticated => 401,
+        Code::PermissionDenied => 403,
+        Code::ResourceExhausted => 420,
+        _ => 500,
     };
     RpcError::new(number, name)
 }
@@ -74,7 +89,7 @@ pub fn user(user: &ox::User, is_self: bool) -> enums::User {
         username: text(&user.username),
         phone: text(&user.phone),
         photo: None,
-        status: None,
+        status: user.status.as_ref().and_then(user_status),
         bot_info_version: None,
         restriction_reason: None,
         bot_inline_placeholder: None,
@@ -168,7 +183,8 @@ pub fn input_peer(peer: &enums::InputPeer) -> Result<ox::InputPeer, RpcError> {
     Ok(ox::InputPeer { kind: Some(kind) })
 }
 
-fn peer(peer: Option<&ox::Peer>) -> enums::Peer {
+/// The peer an answer names.
+pub fn peer(peer: Option<&ox::Peer>) -> enums::Peer {
     let user_id = match peer.and_then(|p| p.kind.as_ref()) {
         Some(ox::peer::Kind::UserId(id)) => *id,
         None => 0,
@@ -207,7 +223,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
         from_rank: None,
         peer_id: peer(message.peer_id.as_ref()),
         saved_peer_id: None,
-        fwd_from: None,
+        fwd_from: message.fwd_from.as_ref().map(fwd_header),
         via_bot_id: None,
         via_business_bot_id: None,
         guestchat_via_from: None,
@@ -252,5 +268,209 @@ pub fn message(message: &ox::Message) -> enums::Message {
         schedule_repeat_period: None,
         summary_from_language: None,
         rich_message: None,
+    })
+}
+
+/// A user's presence as far as the viewer may see it.
+pub fn user_status(status: &ox::UserStatus) -> Option<enums::UserStatus> {
+    use ox::user_status::Kind;
+    Some(match status.kind.as_ref()? {
+        Kind::Online(o) => enums::UserStatus::Online(types::UserStatusOnline {
+            expires: int(o.expires),
+        }),
+        Kind::Offline(o) => enums::UserStatus::Offline(types::UserStatusOffline {
+            was_online: int(o.was_online),
+        }),
+        Kind::Recently(_) => {
+            enums::UserStatus::Recently(types::UserStatusRecently { by_me: false })
+        }
+        Kind::LastWeek(_) => {
+            enums::UserStatus::LastWeek(types::UserStatusLastWeek { by_me: false })
+        }
+        Kind::LastMonth(_) => {
+            enums::UserStatus::LastMonth(types::UserStatusLastMonth { by_me: false })
+        }
+    })
+}
+
+/// Where a forward came from.
+fn fwd_header(fwd: &ox::MessageFwdHeader) -> enums::MessageFwdHeader {
+    let saved_from = fwd.saved_from_peer.as_ref();
+    enums::MessageFwdHeader::Header(types::MessageFwdHeader {
+        imported: false,
+        saved_out: false,
+        from_id: (fwd.from_user_id != 0).then_some(enums::Peer::User(types::PeerUser {
+            user_id: fwd.from_user_id,
+        })),
+        from_name: None,
+        date: int(fwd.date),
+        channel_post: None,
+        post_author: None,
+        saved_from_peer: saved_from.map(|p| peer(Some(p))),
+        saved_from_msg_id: saved_from.map(|_| int(fwd.saved_from_msg_id)),
+        saved_from_id: None,
+        saved_from_name: None,
+        saved_date: None,
+        psa_type: None,
+    })
+}
+
+/// A message id that names nothing (any more) for its owner.
+pub fn message_empty(id: i32) -> enums::Message {
+    enums::Message::Empty(types::MessageEmpty { id, peer_id: None })
+}
+
+/// How a dialog notifies its owner.
+pub fn notify_settings(settings: Option<&ox::PeerNotifySettings>) -> enums::PeerNotifySettings {
+    let settings = settings.cloned().unwrap_or_default();
+    enums::PeerNotifySettings::Settings(types::PeerNotifySettings {
+        show_previews: settings.show_previews,
+        silent: settings.silent,
+        mute_until: (settings.mute_until != 0).then(|| int(settings.mute_until)),
+        ios_sound: None,
+        android_sound: None,
+        other_sound: None,
+        stories_muted: None,
+        stories_hide_sender: None,
+        stories_ios_sound: None,
+        stories_android_sound: None,
+        stories_other_sound: None,
+    })
+}
+
+/// A dialog of the owner's list.
+pub fn dialog(dialog: &ox::Dialog) -> enums::Dialog {
+    enums::Dialog::Dialog(types::Dialog {
+        pinned: dialog.pinned,
+        unread_mark: dialog.unread_mark,
+        view_forum_as_messages: false,
+        peer: peer(dialog.peer.as_ref()),
+        top_message: int(dialog.top_message_id),
+        read_inbox_max_id: int(dialog.read_inbox_max_id),
+        read_outbox_max_id: int(dialog.read_outbox_max_id),
+        unread_count: dialog.unread_count,
+        unread_mentions_count: 0,
+        unread_reactions_count: 0,
+        unread_poll_votes_count: 0,
+        notify_settings: notify_settings(dialog.notify_settings.as_ref()),
+        pts: None,
+        draft: None,
+        folder_id: (dialog.folder_id != 0).then_some(dialog.folder_id),
+        ttl_period: None,
+    })
+}
+
+/// The profile page of a user: her bio and the bars a client shows.
+pub fn user_full(user: &ox::User, blocked: bool) -> enums::UserFull {
+    enums::UserFull::Full(types::UserFull {
+        blocked,
+        phone_calls_available: false,
+        phone_calls_private: false,
+        can_pin_message: false,
+        has_scheduled: false,
+        video_calls_available: false,
+        voice_messages_forbidden: false,
+        translations_disabled: false,
+        stories_pinned_available: false,
+        blocked_my_stories_from: false,
+        wallpaper_overridden: false,
+        contact_require_premium: false,
+        read_dates_private: false,
+        sponsored_enabled: false,
+        can_view_revenue: false,
+        bot_can_manage_emoji_status: false,
+        display_gifts_button: false,
+        noforwards_my_enabled: false,
+        noforwards_peer_enabled: false,
+        unofficial_security_risk: false,
+        id: user.id,
+        about: (!user.about.is_empty()).then(|| user.about.clone()),
+        settings: enums::PeerSettings::Settings(types::PeerSettings {
+            report_spam: false,
+            add_contact: false,
+            block_contact: false,
+            share_contact: false,
+            need_contacts_exception: false,
+            report_geo: false,
+            autoarchived: false,
+            invite_members: false,
+            request_chat_broadcast: false,
+            business_bot_paused: false,
+            business_bot_can_reply: false,
+            geo_distance: None,
+            request_chat_title: None,
+            request_chat_date: None,
+            business_bot_id: None,
+            business_bot_manage_url: None,
+            charge_paid_message_stars: None,
+            registration_month: None,
+            phone_country: None,
+            name_change_date: None,
+            photo_change_date: None,
+        }),
+        personal_photo: None,
+        profile_photo: None,
+        fallback_photo: None,
+        notify_settings: notify_settings(None),
+        bot_info: None,
+        pinned_msg_id: None,
+        common_chats_count: 0,
+        folder_id: None,
+        ttl_period: None,
+        theme: None,
+        private_forward_name: None,
+        bot_group_admin_rights: None,
+        bot_broadcast_admin_rights: None,
+        wallpaper: None,
+        stories: None,
+        business_work_hours: None,
+        business_location: None,
+        business_greeting_message: None,
+        business_away_message: None,
+        business_intro: None,
+        birthday: None,
+        personal_channel_id: None,
+        personal_channel_message: None,
+        stargifts_count: None,
+        starref_program: None,
+        bot_verification: None,
+        send_paid_messages_stars: None,
+        disallowed_gifts: None,
+        stars_rating: None,
+        stars_my_pending_rating: None,
+        stars_my_pending_rating_date: None,
+        main_tab: None,
+        saved_music: None,
+        note: None,
+        bot_manager_id: None,
+    })
+}
+
+/// Users of an answer, the viewer's own account marked as such.
+pub fn users(users: &[ox::User], viewer: i64) -> Vec<enums::User> {
+    users.iter().map(|u| user(u, u.id == viewer)).collect()
+}
+
+/// One device of the account, named by its auth key id (Telegram's `hash` of an authorization).
+pub fn authorization(device: &oxigram_proto::api::v1::AuthorizationInfo) -> enums::Authorization {
+    enums::Authorization::Authorization(types::Authorization {
+        current: device.current,
+        official_app: false,
+        password_pending: false,
+        encrypted_requests_disabled: false,
+        call_requests_disabled: false,
+        unconfirmed: false,
+        hash: device.auth_key_id,
+        device_model: device.device_model.clone(),
+        platform: String::new(),
+        system_version: String::new(),
+        api_id: 0,
+        app_name: String::new(),
+        app_version: String::new(),
+        date_created: int(device.date_created),
+        date_active: int(device.date_bound.max(device.date_created)),
+        ip: String::new(),
+        country: String::new(),
+        region: String::new(),
     })
 }

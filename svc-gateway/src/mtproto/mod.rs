@@ -6,7 +6,10 @@
 
 mod api;
 mod convert;
+mod feed;
 mod keys;
+mod messages;
+mod updates;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +19,7 @@ use oxigram_errors::Error;
 use oxigram_mtproto::handshake::NewKey;
 use oxigram_mtproto::session::{Backend, Call, RpcError};
 use oxigram_mtproto::{AuthKey, ServerKey};
+use oxigram_tl::{Identifiable, functions};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +35,8 @@ pub struct Door {
     acting: Mutex<HashMap<i64, (i64, String)>>,
     /// Login codes of sign-ins that found no account, for the sign-up after them.
     codes: Mutex<HashMap<String, String>>,
+    /// The connections that get live updates.
+    feeds: feed::Feeds,
 }
 
 impl Door {
@@ -98,9 +104,22 @@ impl Backend for Door {
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let header = self.header_for(call.auth_key_id).await?;
-        api::answer(&self.gateway, &self.codes, &header, &call, &query).await
+        let answer = api::answer(&self.gateway, &self.codes, &header, &call, &query).await;
+        // A connection gets pushes once it has made a call signed in (the feed checks that).
+        if answer.is_ok() && !SIGNED_OUT_CALLS.contains(&oxigram_tl::constructor_id(&query)) {
+            self.feeds.ensure(&self.gateway, &call, &header);
+        }
+        answer
     }
 }
+
+/// Calls a client makes before it is signed in (or to sign out): they start no feed.
+const SIGNED_OUT_CALLS: [Option<u32>; 4] = [
+    Some(<functions::help::GetConfig as Identifiable>::CONSTRUCTOR_ID),
+    Some(<functions::help::GetNearestDc as Identifiable>::CONSTRUCTOR_ID),
+    Some(<functions::auth::SendCode as Identifiable>::CONSTRUCTOR_ID),
+    Some(<functions::auth::LogOut as Identifiable>::CONSTRUCTOR_ID),
+];
 
 /// Loads the server's RSA key from its PEM file.
 pub fn load_key(path: &str) -> anyhow::Result<ServerKey> {
@@ -128,6 +147,7 @@ pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow
         key,
         acting: Mutex::default(),
         codes: Mutex::default(),
+        feeds: feed::Feeds::default(),
     });
     tokio::select! {
         served = oxigram_mtproto::server::serve(listener, door) => served.context("MTProto door"),
