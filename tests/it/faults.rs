@@ -437,20 +437,9 @@ mod messages_crash {
 mod redis_hang {
     use std::collections::HashSet;
 
-    use oxigram_tests::proxy::HangingProxy;
+    use oxigram_tests::proxy::{HangingProxy, split_redis_url};
 
     use super::*;
-
-    /// Redis' address and the URL's path (database), from `redis://host:port[/db]`.
-    async fn split_redis_url(url: &str) -> anyhow::Result<(std::net::SocketAddr, String)> {
-        let rest = url.strip_prefix("redis://").context("not a redis:// URL")?;
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let addr = tokio::net::lookup_host(authority)
-            .await?
-            .next()
-            .context("Redis host not found")?;
-        Ok((addr, path.to_owned()))
-    }
 
     #[tokio::test]
     async fn sends_keep_half_their_rate_and_nothing_is_lost() -> anyhow::Result<()> {

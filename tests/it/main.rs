@@ -8,6 +8,7 @@ mod bad_input;
 mod balancing;
 mod convergence;
 mod dialog_settings;
+mod fault_suite;
 mod faults;
 mod flow;
 mod full_stack;

@@ -5,6 +5,8 @@
 
 use std::net::SocketAddr;
 
+use anyhow::Context;
+
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::{TcpListener, TcpStream, tcp::OwnedReadHalf, tcp::OwnedWriteHalf},
@@ -95,4 +97,16 @@ async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut paused: watch
             return;
         }
     }
+}
+
+/// Redis' address and the URL's path (database), from `redis://host:port[/db]`: what a proxy
+/// in front of it forwards to, and what the services' URL through the proxy keeps.
+pub async fn split_redis_url(url: &str) -> anyhow::Result<(SocketAddr, String)> {
+    let rest = url.strip_prefix("redis://").context("not a redis:// URL")?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let addr = tokio::net::lookup_host(authority)
+        .await?
+        .next()
+        .context("Redis host not found")?;
+    Ok((addr, path.to_owned()))
 }

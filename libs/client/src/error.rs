@@ -51,12 +51,21 @@ fn describe(status: &Status) -> String {
 
 impl Error {
     /// A stable code: the gateway's error code (`PEER_ID_INVALID`, …), `GRPC_<code>` for a
-    /// status without one, or this client's own (`TIMEOUT`, `ENDED`, `NO_<FIELD>`, …).
+    /// status without one, or this client's own (`TIMEOUT`, `ENDED`, `CONNECTION_LOST`: the
+    /// connection broke mid-call, `NO_<FIELD>`, …).
     pub fn code(&self) -> String {
         match self {
-            Self::Status(s) => {
-                oxigram_errors::code_of(s).unwrap_or_else(|| format!("GRPC_{:?}", s.code()))
-            }
+            Self::Status(s) => oxigram_errors::code_of(s).unwrap_or_else(|| {
+                // A status the transport made (it carries the error that broke the call; one
+                // from the wire never does): the connection went mid-call, outcome unknown,
+                // as with SERVICE_UNAVAILABLE; a send retried with its random_id is stored
+                // once.
+                if s.code() == tonic::Code::Unknown && std::error::Error::source(s).is_some() {
+                    "CONNECTION_LOST".into()
+                } else {
+                    format!("GRPC_{:?}", s.code())
+                }
+            }),
             Self::Timeout => "TIMEOUT".into(),
             Self::BadAddress(_) => "BAD_ADDRESS".into(),
             Self::Unreachable { .. } => "UNREACHABLE".into(),
@@ -100,6 +109,11 @@ mod tests {
                 "PEER_ID_INVALID",
             ),
             (Status::unavailable("gone").into(), "GRPC_Unavailable"),
+            (Status::unknown("from the wire").into(), "GRPC_Unknown"),
+            (
+                Status::from_error(Box::new(std::io::Error::other("connection reset"))).into(),
+                "CONNECTION_LOST",
+            ),
             (Error::Timeout, "TIMEOUT"),
             (Error::Missing("state"), "NO_STATE"),
             (Error::StreamEnded, "ENDED"),

@@ -61,6 +61,9 @@ impl Default for Services {
 #[serde(default)]
 pub struct OutboxConfig {
     pub batch_size: u32,
+    /// How long a claimed row stays invisible to other relays; the relay renews it while the
+    /// delivery is in flight, so a relay that died (its process killed) delays its rows by
+    /// at most this.
     pub lease_ms: u64,
     pub poll_ms: u64,
     /// Attempts after which a row its destination refuses as malformed is kept as failed.
@@ -79,7 +82,7 @@ impl Default for OutboxConfig {
     fn default() -> Self {
         Self {
             batch_size: 200,
-            lease_ms: 10_000,
+            lease_ms: 2_000,
             poll_ms: 500,
             max_attempts: 25,
             backoff_base_ms: 100,

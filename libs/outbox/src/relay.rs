@@ -15,7 +15,8 @@ use crate::{batch, frame, metrics};
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
     pub batch_size: u32,
-    /// How long a claimed row stays invisible to other relays.
+    /// How long a claimed row stays invisible to other relays; renewed while its delivery is
+    /// in flight, so it only runs out on a relay that stopped (see `Relay::renewing_lease`).
     pub lease: Duration,
     /// How often an idle relay looks for due rows.
     pub poll: Duration,
@@ -30,7 +31,7 @@ pub struct RelayConfig {
 
 impl Default for RelayConfig {
     fn default() -> Self {
-        Self::from_millis(200, 10_000, 500, 25, 100, 30_000, 2_000)
+        Self::from_millis(200, 2_000, 500, 25, 100, 30_000, 2_000)
     }
 }
 
@@ -132,6 +133,10 @@ impl<D: Destination> Destination for Arc<D> {
     }
 }
 
+/// What a round delivered: rows delivered, their events' count, and the rows to retry with
+/// the refusal that stopped the round.
+type Delivery = (Vec<i64>, usize, Option<(Vec<i64>, Refused)>);
+
 /// The relay of one destination.
 pub struct Relay<D> {
     pool: PgPool,
@@ -210,6 +215,30 @@ impl<D: Destination> Relay<D> {
                 Err(error) => unreadable.push((id, Refused::permanent(error))),
             }
         }
+        let leased: Vec<i64> = readable.iter().map(|(id, _)| *id).collect();
+        let (delivered, events_delivered, refused) = self
+            .renewing_lease(&leased, self.deliver_calls(readable))
+            .await;
+        if let Some((ids, error)) = refused {
+            self.retry_later(&ids, error).await?;
+        }
+        for (id, error) in unreadable {
+            tracing::warn!(destination = D::NAME, %error, row = id, "outbox row unreadable");
+            self.retry_later(&[id], error).await?;
+        }
+        if !delivered.is_empty() {
+            sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
+                .bind(&delivered)
+                .execute(&self.pool)
+                .await?;
+            metrics::delivered(self.schema, D::NAME, "relay", events_delivered as u64);
+        }
+        Ok(claimed)
+    }
+
+    /// Delivers the claimed rows' events call after call; returns the rows delivered, their
+    /// events' count, and the rows left for a retry with the refusal that stopped the round.
+    async fn deliver_calls(&self, readable: Vec<(i64, Vec<OutboxMessage>)>) -> Delivery {
         let mut delivered: Vec<i64> = Vec::new();
         let mut events_delivered = 0;
         // After a refused call the rest wait too: the destination is likely down, and calling
@@ -236,21 +265,34 @@ impl<D: Destination> Relay<D> {
                 }
             }
         }
-        if let Some((ids, error)) = refused {
-            self.retry_later(&ids, error).await?;
+        (delivered, events_delivered, refused)
+    }
+
+    /// Runs `work` (the delivery of the rows `ids`) while renewing their lease every third of
+    /// it. The lease is what hides a row from the other relays; kept short, the rows of a
+    /// relay that died mid-delivery (a killed process) come due again within one lease, and
+    /// the renewal keeps a slow delivery from being claimed twice. A renewal that fails (the
+    /// database is away) is retried at the next tick: at worst the rows are delivered twice,
+    /// which receivers deduplicate.
+    async fn renewing_lease<T>(&self, ids: &[i64], work: impl Future<Output = T>) -> T {
+        let every = (self.config.lease / 3).max(Duration::from_millis(10));
+        let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                outcome = &mut work => return outcome,
+                _ = renew.tick() => {
+                    let renewed = sqlx::query(include_str!("../sql/renew_lease.sql"))
+                        .bind(ids)
+                        .bind(self.config.lease.as_millis() as i64)
+                        .execute(&self.pool)
+                        .await;
+                    if let Err(error) = renewed {
+                        tracing::warn!(destination = D::NAME, %error, "cannot renew the outbox lease");
+                    }
+                }
+            }
         }
-        for (id, error) in unreadable {
-            tracing::warn!(destination = D::NAME, %error, row = id, "outbox row unreadable");
-            self.retry_later(&[id], error).await?;
-        }
-        if !delivered.is_empty() {
-            sqlx::query("DELETE FROM outbox WHERE id = ANY($1)")
-                .bind(&delivered)
-                .execute(&self.pool)
-                .await?;
-            metrics::delivered(self.schema, D::NAME, "relay", events_delivered as u64);
-        }
-        Ok(claimed)
     }
 
     /// Backs off rows whose delivery failed (capped exponential backoff with jitter); a row

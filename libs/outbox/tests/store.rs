@@ -232,6 +232,74 @@ async fn refused_rows_back_off_and_only_permanent_refusals_fail() -> anyhow::Res
     Ok(())
 }
 
+/// A destination that takes `delay` to answer (forever: `None`), counting its calls.
+struct Slow {
+    delay: Option<Duration>,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Destination for Slow {
+    const NAME: &'static str = TO_A;
+
+    async fn deliver(&self, _batch: &[OutboxMessage]) -> Result<(), Refused> {
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.delay {
+            Some(delay) => tokio::time::sleep(delay).await,
+            None => std::future::pending().await,
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_lease_is_renewed_while_delivering_and_runs_out_when_the_relay_stops()
+-> anyhow::Result<()> {
+    // A 300 ms lease; the delivery takes four of them.
+    let short_lease = RelayConfig::from_millis(100, 300, 100, 5, 0, 0, 0);
+    let (db, first) = outbox(short_lease.clone()).await?;
+    enqueue(&db, &first, &[row(TO_A, Uuid::new_v4(), b"p")]).await?;
+    let slow = std::sync::Arc::new(Slow {
+        delay: Some(Duration::from_millis(1_200)),
+        calls: 0.into(),
+    });
+    let delivering = {
+        let relay = first.relay(slow.clone());
+        tokio::spawn(async move { relay.round().await })
+    };
+    // Past the first lease, a second relay finds the row still leased: renewed.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let other = first.relay(DestinationA::new(Answer::Take));
+    assert_eq!(other.round().await?, 0, "a renewed lease hid the row");
+    assert_eq!(delivering.await??, 1);
+    assert!(rows(&db).await?.is_empty(), "delivered once and deleted");
+    assert_eq!(slow.calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+
+    // A relay that stops mid-delivery (its process killed) renews nothing: its row comes due
+    // again within one lease and another relay delivers it.
+    let (db, second) = outbox(short_lease).await?;
+    enqueue(&db, &second, &[row(TO_A, Uuid::new_v4(), b"q")]).await?;
+    let stuck = {
+        let relay = second.relay(Slow {
+            delay: None,
+            calls: 0.into(),
+        });
+        tokio::spawn(async move { relay.round().await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    stuck.abort();
+    let other = second.relay(DestinationA::new(Answer::Take));
+    assert_eq!(other.round().await?, 0, "still leased right after the stop");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        other.round().await?,
+        1,
+        "due again one lease after the stop"
+    );
+    assert!(rows(&db).await?.is_empty());
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_failed_row_is_never_claimed_again() -> anyhow::Result<()> {
     let retry_now = RelayConfig::from_millis(100, 0, 100, 1, 0, 0, 0);
