@@ -123,7 +123,14 @@ impl Contacts for ContactsApi {
         let summary = people::contacts_summary(&self.0.pool, me.user_id)
             .await
             .map_err(Error::from)?;
-        let (count, hash) = (summary.count, summary.hash());
+        // Whom of her contacts blocked her is part of what she sees of them.
+        let blocked_by: Vec<i64> = self
+            .0
+            .blocked_by(me.user_id, &summary.ids)
+            .await?
+            .into_iter()
+            .collect();
+        let (count, hash) = (summary.count, summary.hash(&blocked_by));
         if r.hash == hash {
             return Ok(Response::new(ContactList {
                 users: vec![],

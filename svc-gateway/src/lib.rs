@@ -88,6 +88,8 @@ pub struct Gateway {
     typing: typing::Typing,
     transient: Arc<transient::Transient>,
     presence: Arc<presence::PresenceTracker>,
+    /// Profile pushes scheduled, and when each user's was last pushed (coalescing).
+    profile_pushes: profile_push::ProfilePushes,
     caches: cache::Caches,
     push_endpoint: String,
     /// Set when a stream's route could not be written: the route keeper registers every
@@ -155,6 +157,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         typing: typing::Typing::default(),
         transient,
         presence,
+        profile_pushes: profile_push::ProfilePushes::default(),
         push_endpoint,
         routes_dirty: AtomicBool::new(false),
         code_sender: Box::new(auth::LogCodeSender),

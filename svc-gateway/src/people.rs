@@ -257,7 +257,7 @@ pub async fn contact_ids(pool: &PgPool, owner: i64) -> Result<Vec<i64>, sqlx::Er
 }
 
 /// What GetContacts' count and hash rest on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ContactsSummary {
     /// How many contacts she has.
     pub count: i64,
@@ -265,24 +265,46 @@ pub struct ContactsSummary {
     pub version: i64,
     /// A digest of her contacts' own profiles: moves when one of them changes his.
     pub profiles: i64,
+    /// A digest of what decides how much of each contact she sees (whether he keeps her, his
+    /// rules for the keys a contact list shows, as they name her): moves when one changes.
+    pub sights: i64,
+    /// Her contacts' ids, ascending.
+    pub ids: Vec<i64>,
 }
 
+/// The privacy keys whose rules decide what a contact list shows of a contact: his phone and
+/// photo (the user view) and his status (the last-seen sight).
+pub const CONTACT_LIST_KEYS: [Key; 3] = [Key::PhoneNumber, Key::ProfilePhoto, Key::LastSeen];
+
 impl ContactsSummary {
-    /// GetContacts' hash: any change of the list or of a contact's profile changes it; never
-    /// 0, which a client sends when it holds no list.
-    pub fn hash(&self) -> i64 {
-        match self.version.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64) ^ self.profiles {
+    /// GetContacts' hash: any change of the list, of a contact's profile or of what the owner
+    /// may see of a contact (his rules, whether he keeps her, whether he blocked her: those of
+    /// `blocked_by`, the contacts who blocked her) changes it; never 0, which a client sends
+    /// when it holds no list.
+    pub fn hash(&self, blocked_by: &[i64]) -> i64 {
+        let mut blocked = blocked_by.to_vec();
+        blocked.sort_unstable();
+        blocked.dedup();
+        // An order-dependent fold over the sorted ids: the same set always digests alike.
+        let blocks = blocked.iter().fold(0i64, |h, id| {
+            (h ^ id).wrapping_mul(0x0000_0100_0000_01B3_u64 as i64)
+        });
+        let mix = |h: i64, v: i64| (h ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64);
+        match mix(mix(mix(self.version, self.profiles), self.sights), blocks) {
             0 => 1,
             h => h,
         }
     }
 }
 
-/// How many contacts `owner` has, the version of her list and a digest of her contacts'
-/// profiles (primary keys of contacts, her range, and of users).
+/// How many contacts `owner` has, the version of her list, the digests of her contacts'
+/// profiles and of what she may see of them, and their ids (primary keys of contacts, users
+/// and privacy_rules; sql/contacts_summary.sql).
 pub async fn contacts_summary(pool: &PgPool, owner: i64) -> Result<ContactsSummary, sqlx::Error> {
+    let keys: Vec<i16> = CONTACT_LIST_KEYS.iter().map(|k| k.number()).collect();
     sqlx::query_as(include_str!("../sql/contacts_summary.sql"))
         .bind(owner)
+        .bind(&keys)
         .fetch_one(pool)
         .await
 }

@@ -320,6 +320,7 @@ mod people_store {
         assert_eq!(added, [contact(bob, "Bobby", ""), contact(cat, "Cat", "C")]);
         let summary = people::contacts_summary(pool, ann).await?;
         assert_eq!((summary.count, summary.version), (2, 1));
+        assert_eq!(summary.ids, [bob, cat]);
         // The same names again change nothing, not even the version.
         let mut tx = pool.begin().await?;
         let same = people::upsert_contacts(&mut tx, ann, &[contact(bob, "Bobby", "")]).await?;
@@ -350,6 +351,60 @@ mod people_store {
             [(bob, Some("Bobby"), true), (cat, Some("Cat"), false)]
         );
         assert_eq!(people::kept_by(pool, ann, &[bob, cat]).await?, [bob]);
+        // Bob keeping her changes what she sees of him (a mutual contact, his phone): her
+        // hash moves though her list did not.
+        let kept = people::contacts_summary(pool, ann).await?;
+        assert_eq!((kept.count, kept.version), (summary.count, summary.version));
+        assert_ne!(kept.hash(&[]), summary.hash(&[]));
+        // So do his rules as they name her, but not a rule no contact list shows.
+        for (rule, moves) in [
+            (
+                Rule {
+                    key: Key::FindByPhone,
+                    value: Value::Nobody,
+                    allow: vec![],
+                    deny: vec![],
+                },
+                false,
+            ),
+            (
+                Rule {
+                    key: Key::ProfilePhoto,
+                    value: Value::Everybody,
+                    allow: vec![],
+                    deny: vec![cat],
+                },
+                true,
+            ),
+            (
+                Rule {
+                    key: Key::ProfilePhoto,
+                    value: Value::Everybody,
+                    allow: vec![],
+                    deny: vec![cat, ann],
+                },
+                true,
+            ),
+            (
+                Rule {
+                    key: Key::LastSeen,
+                    value: Value::Contacts,
+                    allow: vec![],
+                    deny: vec![],
+                },
+                true,
+            ),
+        ] {
+            let was = people::contacts_summary(pool, ann).await?;
+            let mut tx = pool.begin().await?;
+            people::set_privacy_rule(&mut tx, bob, &rule).await?;
+            tx.commit().await?;
+            let now = people::contacts_summary(pool, ann).await?;
+            assert_eq!(now.hash(&[]) != was.hash(&[]), moves, "{rule:?}");
+        }
+        // And whom of them blocked her.
+        assert_ne!(kept.hash(&[bob]), kept.hash(&[]));
+        assert_eq!(kept.hash(&[bob, bob]), kept.hash(&[bob]));
         // A contact's own profile change moves her hash, not her list's version.
         let before = people::contacts_summary(pool, ann).await?;
         let mut tx = pool.begin().await?;
@@ -361,7 +416,7 @@ mod people_store {
         tx.commit().await?;
         let moved = people::contacts_summary(pool, ann).await?;
         assert_eq!((moved.count, moved.version), (before.count, before.version));
-        assert_ne!(moved.hash(), before.hash());
+        assert_ne!(moved.hash(&[]), before.hash(&[]));
         // Who keeps Ann, and Ann as each of them finds her.
         assert_eq!(people::keepers_of(pool, ann, 10).await?, [bob]);
         let mut seen: Vec<_> = people::profile_for_viewers(pool, ann, &[bob, cat, 999])
@@ -390,7 +445,7 @@ mod people_store {
         assert_eq!(deleted, [cat]);
         let after = people::contacts_summary(pool, ann).await?;
         assert_eq!((after.count, after.version), (1, 2));
-        assert_ne!(after.hash(), summary.hash());
+        assert_ne!(after.hash(&[]), summary.hash(&[]));
         let cat_now = people::profiles_for_viewer(pool, ann, &[cat]).await?;
         assert_eq!(cat_now[0].contact_first_name, None);
         Ok(())
