@@ -593,6 +593,7 @@ async fn edit(
             id,
             text,
             entities,
+            ..Default::default()
         })
         .await?;
     let m = edited

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use oxigram_errors::{Error, ErrorCode, forward};
+use oxigram_errors::{Error, ErrorCode, forward, status};
 use oxigram_proto::{
     api::v1::{
         AffectedHistory, AffectedMessages, BlockRequest, BlockResponse, Blocked,
@@ -11,8 +11,8 @@ use oxigram_proto::{
         ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages, GetBlockedRequest,
         GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
         OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
-        SearchRequest, SendMessageRequest, SendMessageResponse, SetTypingRequest,
-        SetTypingResponse, messages_server::Messages,
+        SearchRequest, SendMediaRequest, SendMediaResponse, SendMessageRequest,
+        SendMessageResponse, SetTypingRequest, SetTypingResponse, messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -25,6 +25,24 @@ use tonic::{Request, Response, Status};
 use crate::{Gateway, accounts, acting::Acting};
 
 pub struct MessagesApi(pub Arc<Gateway>);
+
+/// Most media one album holds.
+pub const MAX_ALBUM: usize = 10;
+
+/// The grouped_id of an album: made of its sender and its first item's key, so that a retry
+/// of the same call makes the same album (and each item the same request).
+fn album_id(sender_id: i64, first_random_id: i64) -> i64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"album")
+        .chain_update(sender_id.to_le_bytes())
+        .chain_update(first_random_id.to_le_bytes())
+        .finalize();
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&digest[..8]);
+    // Positive and never 0 (0 is "not an album").
+    (i64::from_le_bytes(id) & i64::MAX).max(1)
+}
 
 /// Most ids a client's GetMessages may name.
 pub const MAX_CLIENT_MESSAGE_IDS: usize = 200;
@@ -116,6 +134,13 @@ impl MessagesApi {
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        // A message's file is only ever what svc-media resolved of the sender's own upload.
+        if request.media.is_some() || request.grouped_id != 0 {
+            return Err(status(
+                ErrorCode::MediaInvalid,
+                "send a file with SendMedia",
+            ));
+        }
         self.0
             .existing_peer(me.user_id, request.peer.as_ref())
             .await?;
@@ -141,6 +166,55 @@ impl Messages for MessagesApi {
         answer
     }
 
+    async fn send_media(
+        &self,
+        request: Request<SendMediaRequest>,
+    ) -> Result<Response<SendMediaResponse>, Status> {
+        let (me, r) = self.0.signed_in(request).await?;
+        // The counts first: no file is resolved for a call refused anyway.
+        if r.multi_media.is_empty() {
+            return Err(status(ErrorCode::MediaEmpty, "no media to send"));
+        }
+        if r.multi_media.len() > MAX_ALBUM {
+            return Err(status(
+                ErrorCode::MultiMediaTooLong,
+                "an album has at most 10 media",
+            ));
+        }
+        self.0.existing_peer(me.user_id, r.peer.as_ref()).await?;
+        let limits = &self.0.limits;
+        limits
+            .check(&limits.send, me.user_id, "too many messages")
+            .await?;
+        let grouped_id = match r.multi_media.len() {
+            1 => 0,
+            _ => album_id(me.user_id, r.multi_media[0].random_id),
+        };
+        let mut sends = Vec::with_capacity(r.multi_media.len());
+        for item in r.multi_media {
+            let media = self.0.resolve_media(me.user_id, item.media).await?;
+            sends.push(SendMessageRequest {
+                peer: r.peer,
+                random_id: item.random_id,
+                text: item.caption,
+                entities: item.entities,
+                reply_to_msg_id: r.reply_to_msg_id,
+                silent: r.silent,
+                noforwards: r.noforwards,
+                media: Some(media),
+                grouped_id,
+                ..SendMessageRequest::default()
+            });
+        }
+        let request = messages_svc::SendMediaRequest {
+            sender_id: me.user_id,
+            auth_key_id: me.auth_key_id,
+            sends,
+        };
+        let sent = self.0.messages.clone().send_media(request).await;
+        sent.map_err(forward)
+    }
+
     async fn forward_messages(
         &self,
         request: Request<ForwardMessagesRequest>,
@@ -162,10 +236,19 @@ impl Messages for MessagesApi {
         &self,
         request: Request<EditMessageRequest>,
     ) -> Result<Response<EditMessageResponse>, Status> {
-        let (me, request) = self.0.signed_in(request).await?;
+        let (me, mut request) = self.0.signed_in(request).await?;
+        if request.media.is_some() {
+            return Err(status(
+                ErrorCode::MediaInvalid,
+                "a new file goes in new_media",
+            ));
+        }
         self.0
             .existing_peer(me.user_id, request.peer.as_ref())
             .await?;
+        if let Some(new_media) = request.new_media.take() {
+            request.media = Some(self.0.resolve_media(me.user_id, Some(new_media)).await?);
+        }
         let request = messages_svc::EditMessageRequest::acting(me, request);
         let edited = self.0.messages.clone().edit_message(request).await;
         edited.map_err(forward)

@@ -1,91 +1,134 @@
-//! Blob storage behind a trait: local files by default. An S3-compatible store implements the
-//! same four operations (put, ranged read, compose, delete).
+//! Blob storage through `object_store`: local files by default, any S3-compatible store by
+//! configuration (`[media.s3]`, credentials from the environment). Uploaded parts are small
+//! objects; a file is assembled from its parts by a multipart upload, one part read at a time,
+//! so neither assembly nor a ranged read ever holds a whole file in memory.
 
-use std::{future::Future, path::PathBuf};
+use std::sync::Arc;
 
+use object_store::{
+    ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart, aws::AmazonS3Builder,
+    local::LocalFileSystem, path::Path,
+};
+use oxigram_kit::config::{MediaConfig, S3Config};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
-pub trait BlobStore: Send + Sync + 'static {
-    fn put(&self, key: &str, bytes: &[u8]) -> impl Future<Output = std::io::Result<()>> + Send;
-    /// Up to `len` bytes from `offset`; fewer at the end of the blob.
-    fn read_range(
-        &self,
-        key: &str,
-        offset: u64,
-        len: usize,
-    ) -> impl Future<Output = std::io::Result<Vec<u8>>> + Send;
-    /// Concatenates `parts` into `dest`; returns the size and the SHA-256 (hex) of the result.
-    fn compose(
-        &self,
-        parts: &[String],
-        dest: &str,
-    ) -> impl Future<Output = std::io::Result<(u64, String)>> + Send;
-    /// Moves a blob; the destination is replaced.
-    fn rename(&self, from: &str, to: &str) -> impl Future<Output = std::io::Result<()>> + Send;
-    fn delete(&self, key: &str) -> impl Future<Output = std::io::Result<()>> + Send;
+/// A blob store's failure.
+pub type BlobError = object_store::Error;
+
+/// Smallest chunk of a multipart upload that S3 accepts (but the last).
+pub const MIN_MULTIPART_CHUNK: usize = 5 * 1024 * 1024;
+/// Chunks of one assembly in flight at once: with the chunk being filled, what an assembly
+/// holds in memory is at most `(IN_FLIGHT + 1) × chunk` plus one part.
+const IN_FLIGHT: usize = 2;
+
+/// The blob store of svc-media.
+#[derive(Clone)]
+pub struct Blobs {
+    store: Arc<dyn ObjectStore>,
+    /// The size of one multipart chunk of an assembly.
+    chunk: usize,
 }
 
-/// Blobs as files under a root folder.
-pub struct LocalBlobs {
-    root: PathBuf,
-}
-
-impl LocalBlobs {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+impl Blobs {
+    /// Blobs as files under `root` (created when missing).
+    pub fn local(root: impl AsRef<std::path::Path>) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(root.as_ref())?;
+        let store = LocalFileSystem::new_with_prefix(root)?.with_automatic_cleanup(true);
+        Ok(Self {
+            store: Arc::new(store),
+            chunk: MIN_MULTIPART_CHUNK,
+        })
     }
 
-    fn path(&self, key: &str) -> PathBuf {
-        self.root.join(key)
-    }
-
-    async fn parent_dirs(&self, key: &str) -> std::io::Result<PathBuf> {
-        let path = self.path(key);
-        if let Some(dir) = path.parent() {
-            tokio::fs::create_dir_all(dir).await?;
+    /// The store `config` names: its S3 bucket when one is set, else local files.
+    pub fn from_config(config: &MediaConfig) -> anyhow::Result<Self> {
+        match config.s3.bucket.is_empty() {
+            true => Self::local(&config.blob_dir),
+            false => Self::s3(&config.s3, None),
         }
-        Ok(path)
-    }
-}
-
-impl BlobStore for LocalBlobs {
-    async fn put(&self, key: &str, bytes: &[u8]) -> std::io::Result<()> {
-        let path = self.parent_dirs(key).await?;
-        tokio::fs::write(path, bytes).await
     }
 
-    async fn read_range(&self, key: &str, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
-        let mut file = tokio::fs::File::open(self.path(key)).await?;
-        file.seek(std::io::SeekFrom::Start(offset)).await?;
-        let mut buf = Vec::with_capacity(len);
-        file.take(len as u64).read_to_end(&mut buf).await?;
-        Ok(buf)
+    /// An S3-compatible store, with the environment's credentials unless `keys` (access key
+    /// id, secret) are given (a test's own server).
+    pub fn s3(s3: &S3Config, keys: Option<(&str, &str)>) -> anyhow::Result<Self> {
+        // TLS to the store goes through rustls with ring; a provider installed before (by
+        // another part of the process) is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        // Credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, or a
+        // container's role) come from the environment, never from the configuration file.
+        let mut builder = AmazonS3Builder::from_env()
+            .with_bucket_name(&s3.bucket)
+            .with_region(&s3.region)
+            .with_allow_http(s3.allow_http);
+        if !s3.endpoint.is_empty() {
+            builder = builder.with_endpoint(&s3.endpoint);
+        }
+        if let Some((id, secret)) = keys {
+            builder = builder
+                .with_access_key_id(id)
+                .with_secret_access_key(secret);
+        }
+        Ok(Self {
+            store: Arc::new(builder.build()?),
+            chunk: (s3.multipart_chunk_mib.max(5) as usize) * 1024 * 1024,
+        })
     }
 
-    async fn compose(&self, parts: &[String], dest: &str) -> std::io::Result<(u64, String)> {
-        let path = self.parent_dirs(dest).await?;
-        let mut out = tokio::fs::File::create(path).await?;
+    /// Stores `bytes` under `key`, replacing what was there.
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
+        self.store
+            .put(&Path::from(key), PutPayload::from(bytes))
+            .await?;
+        Ok(())
+    }
+
+    /// The bytes of `key` in `start..end` (the caller keeps `end` within the blob).
+    pub async fn read_range(&self, key: &str, start: u64, end: u64) -> Result<Vec<u8>, BlobError> {
+        if end <= start {
+            return Ok(vec![]);
+        }
+        let bytes = self.store.get_range(&Path::from(key), start..end).await?;
+        Ok(bytes.to_vec())
+    }
+
+    /// The whole blob `key`, for small ones only (a part, an image to make sizes of).
+    pub async fn read_all(&self, key: &str) -> Result<Vec<u8>, BlobError> {
+        let got = self.store.get(&Path::from(key)).await?;
+        Ok(got.bytes().await?.to_vec())
+    }
+
+    /// Concatenates `parts` into `dest` by a multipart upload, reading one part at a time;
+    /// returns the size and the SHA-256 (hex) of the result. On failure the upload is
+    /// aborted and nothing is left under `dest`.
+    pub async fn compose(&self, parts: &[String], dest: &str) -> Result<(u64, String), BlobError> {
+        let upload = self.store.put_multipart(&Path::from(dest)).await?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, self.chunk);
         let mut hasher = Sha256::new();
         let mut size = 0u64;
         for part in parts {
-            let bytes = tokio::fs::read(self.path(part)).await?;
+            let bytes = match self.read_all(part).await {
+                Ok(bytes) => bytes,
+                Err(err) => {
+                    let _ = writer.abort().await;
+                    return Err(err);
+                }
+            };
             hasher.update(&bytes);
             size += bytes.len() as u64;
-            out.write_all(&bytes).await?;
+            if let Err(err) = writer.wait_for_capacity(IN_FLIGHT).await {
+                let _ = writer.abort().await;
+                return Err(err);
+            }
+            writer.write(&bytes);
         }
-        out.sync_all().await?;
+        writer.finish().await?;
         Ok((size, hex::encode(hasher.finalize())))
     }
 
-    async fn rename(&self, from: &str, to: &str) -> std::io::Result<()> {
-        let target = self.parent_dirs(to).await?;
-        tokio::fs::rename(self.path(from), target).await
-    }
-
-    async fn delete(&self, key: &str) -> std::io::Result<()> {
-        match tokio::fs::remove_file(self.path(key)).await {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+    /// Deletes `key`; a key that is not there is no error.
+    pub async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        match self.store.delete(&Path::from(key)).await {
+            Err(object_store::Error::NotFound { .. }) => Ok(()),
             other => other,
         }
     }

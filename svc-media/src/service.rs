@@ -1,34 +1,56 @@
-//! The Media gRPC service.
+//! The Media gRPC service: uploads in parts, files by content, ranged reads (by the uploader,
+//! or by a reader whose right the gateway checked through a message), the snapshot a message
+//! keeps of a file (a photo's sizes made here), instant upload by hash, and the collector.
 
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
-    media::v1::{CompleteUploadRequest, GetFileRequest, SaveFilePartRequest, media_server::Media},
-    types::v1::{File, FileChunk, SaveFilePartResponse},
+    media::v1::{
+        CollectGarbageRequest, CollectGarbageResponse, CompleteUploadRequest, GetFileRequest,
+        ReadContentRequest, ResolveMediaRequest, SaveFilePartRequest, UploadByHashRequest,
+        media_server::Media,
+    },
+    types::v1::{
+        File, FileChunk, InputMedia, MessageMedia, PhotoSize, SaveFilePartResponse,
+        message_media::Kind,
+    },
 };
+use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use tonic::{Request, Response, Status};
 
-use crate::{blobs::BlobStore, store};
+use crate::{
+    blobs::Blobs,
+    sizes::{self, Photo},
+    store::{self, StoredFile},
+};
 
 /// Largest part, in bytes.
 pub const MAX_PART_BYTES: usize = 512 * 1024;
-/// Most parts one file may have.
-pub const MAX_PARTS: i32 = 4000;
-/// Largest download chunk, in bytes.
-pub const MAX_CHUNK_BYTES: i32 = 1024 * 1024;
+/// Most parts one file may have: with parts of 512 KiB, files up to 4000 MiB.
+pub const MAX_PARTS: i32 = 8000;
+/// Largest download chunk, in bytes; a chunk never crosses a multiple of it either.
+pub const MAX_CHUNK_BYTES: i64 = 1024 * 1024;
+/// Download offsets and limits are multiples of this.
+pub const CHUNK_ALIGN: i64 = 4096;
+/// Longest file name and MIME type, in characters.
+const MAX_NAME_CHARS: usize = 255;
+/// Longest voice-note waveform, in bytes.
+const MAX_WAVEFORM_BYTES: usize = 100;
+/// Rows one round of the collector takes.
+const GC_BATCH: i64 = 500;
 
-pub struct MediaService<B> {
+pub struct MediaService {
     pool: PgPool,
-    blobs: B,
+    blobs: Blobs,
 }
 
-impl<B: BlobStore> MediaService<B> {
-    pub fn new(pool: PgPool, blobs: B) -> Self {
+impl MediaService {
+    pub fn new(pool: PgPool, blobs: Blobs) -> Self {
         Self { pool, blobs }
     }
 }
 
-fn io(err: std::io::Error) -> Status {
+fn io(err: impl std::fmt::Display) -> Status {
     Error::internal(err).into()
 }
 
@@ -36,8 +58,206 @@ fn part_key(owner: i64, file_id: i64, part: i32) -> String {
     format!("parts/{owner}/{file_id}/{part}")
 }
 
+/// A fresh key for a content's blob.
+fn content_key() -> String {
+    format!("blobs/{}", uuid::Uuid::new_v4())
+}
+
+/// The download rules: `offset` a multiple of 4 KiB (OFFSET_INVALID); `limit` a multiple of
+/// 4 KiB, at most 1 MiB, and the range not crossing a multiple of 1 MiB (LIMIT_INVALID).
+pub fn check_range(offset: i64, limit: i32) -> Result<(), Status> {
+    if offset < 0 || offset % CHUNK_ALIGN != 0 {
+        return Err(status(
+            ErrorCode::OffsetInvalid,
+            "offset must be a non-negative multiple of 4096",
+        ));
+    }
+    let limit = i64::from(limit);
+    if limit <= 0 || limit % CHUNK_ALIGN != 0 || limit > MAX_CHUNK_BYTES {
+        return Err(status(
+            ErrorCode::LimitInvalid,
+            "limit must be a multiple of 4096 within 4096..=1048576",
+        ));
+    }
+    if offset / MAX_CHUNK_BYTES != (offset + limit - 1) / MAX_CHUNK_BYTES {
+        return Err(status(
+            ErrorCode::LimitInvalid,
+            "offset..offset+limit must not cross a multiple of 1 MiB",
+        ));
+    }
+    Ok(())
+}
+
+/// A client's name or MIME type: no NUL, at most 255 characters (longer ones are cut).
+fn short_text(field: &str, value: &str) -> Result<String, Status> {
+    check_text(field, value)?;
+    Ok(value.chars().take(MAX_NAME_CHARS).collect())
+}
+
+fn media_invalid(detail: &str) -> Status {
+    status(ErrorCode::MediaInvalid, detail)
+}
+
+impl MediaService {
+    /// The chunk `offset..offset+limit` of `file`, after the range rules.
+    async fn chunk(&self, file: &StoredFile, offset: i64, limit: i32) -> Result<FileChunk, Status> {
+        let end = (offset + i64::from(limit)).min(file.size);
+        let bytes = match offset >= file.size {
+            true => vec![],
+            false => self
+                .blobs
+                .read_range(&file.blob_key, offset as u64, end as u64)
+                .await
+                .map_err(io)?,
+        };
+        Ok(FileChunk {
+            bytes,
+            size: file.size,
+        })
+    }
+
+    /// Stores `bytes` as a content (once per content) and gives `owner` a reference to it,
+    /// taken at once (a photo's size, a thumbnail); the content's id.
+    async fn store_made(&self, owner: i64, bytes: Vec<u8>, name: &str) -> Result<i64, Status> {
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let size = bytes.len() as i64;
+        let key = content_key();
+        self.blobs.put(&key, bytes).await.map_err(io)?;
+        let mut tx = self.pool.begin().await.map_err(Error::from)?;
+        let file = store::insert_file(&mut tx, &sha256, size, &key)
+            .await
+            .map_err(Error::from)?;
+        store::insert_file_ref(&mut tx, owner, file.id, name, true)
+            .await
+            .map_err(Error::from)?;
+        tx.commit().await.map_err(Error::from)?;
+        if file.blob_key != key {
+            self.blobs.delete(&key).await.map_err(io)?;
+        }
+        Ok(file.id)
+    }
+
+    /// An owner's image upload, decoded (`what` names it in errors).
+    async fn decode_image(&self, file: &StoredFile, what: &str) -> Result<Photo, Status> {
+        if file.size > sizes::MAX_PHOTO_BYTES {
+            return Err(media_invalid(&format!("{what} is larger than 10 MiB")));
+        }
+        let bytes = self.blobs.read_all(&file.blob_key).await.map_err(io)?;
+        let decoded = tokio::task::spawn_blocking(move || Photo::decode(&bytes))
+            .await
+            .map_err(io)?;
+        decoded.map_err(|e| media_invalid(&format!("{what} is not an image: {}", e.0)))
+    }
+
+    /// A photo's snapshot: its sizes stored, its inline preview.
+    async fn photo(
+        &self,
+        owner: i64,
+        file: &StoredFile,
+        media: &mut MessageMedia,
+    ) -> Result<(), Status> {
+        let photo = self.decode_image(file, "the photo").await?;
+        media.w = photo.width() as i32;
+        media.h = photo.height() as i32;
+        media.mime_type = "image/jpeg".into();
+        let (made, stripped) = tokio::task::spawn_blocking(move || {
+            Ok::<_, sizes::NotAPhoto>((photo.tiers()?, photo.stripped()?))
+        })
+        .await
+        .map_err(io)?
+        .map_err(|e| media_invalid(&e.0))?;
+        media.stripped_thumb = stripped;
+        for size in made {
+            let bytes = size.jpeg.len() as i32;
+            let name = format!("{}_{}.jpg", file.sha256, size.kind);
+            let file_id = self.store_made(owner, size.jpeg, &name).await?;
+            media.sizes.push(PhotoSize {
+                r#type: size.kind.into(),
+                w: size.w as i32,
+                h: size.h as i32,
+                size: bytes,
+                file_id,
+            });
+        }
+        Ok(())
+    }
+
+    /// A document's thumbnail from the owner's image upload `thumb_file_id`.
+    async fn thumbnail(
+        &self,
+        owner: i64,
+        thumb_file_id: i64,
+        media: &mut MessageMedia,
+    ) -> Result<(), Status> {
+        let thumb = store::take_ref(&self.pool, owner, thumb_file_id)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such thumbnail file"))?;
+        let image = self.decode_image(&thumb, "the thumbnail").await?;
+        let (kind, side) = sizes::THUMB;
+        let made = tokio::task::spawn_blocking(move || image.sized(kind, side, 85))
+            .await
+            .map_err(io)?
+            .map_err(|e| media_invalid(&e.0))?;
+        let bytes = made.jpeg.len() as i32;
+        let file_id = self
+            .store_made(owner, made.jpeg, &format!("{}_t.jpg", thumb.sha256))
+            .await?;
+        media.sizes.push(PhotoSize {
+            r#type: kind.into(),
+            w: made.w as i32,
+            h: made.h as i32,
+            size: bytes,
+            file_id,
+        });
+        Ok(())
+    }
+}
+
+/// The attributes of an InputMedia, checked, in the snapshot's shape (no file yet).
+fn attributes(m: &InputMedia) -> Result<MessageMedia, Status> {
+    let kind = Kind::try_from(m.kind)
+        .ok()
+        .filter(|k| *k != Kind::Unspecified)
+        .ok_or_else(|| media_invalid("kind must be a known media kind"))?;
+    if m.file_id <= 0 {
+        return Err(status(ErrorCode::FileIdInvalid, "file_id must be positive"));
+    }
+    if m.duration < 0 || m.w < 0 || m.h < 0 {
+        return Err(media_invalid("duration, w and h must not be negative"));
+    }
+    if m.waveform.len() > MAX_WAVEFORM_BYTES {
+        return Err(media_invalid("a waveform is at most 100 bytes"));
+    }
+    if !m.waveform.is_empty() && kind != Kind::Voice {
+        return Err(media_invalid("only a voice note has a waveform"));
+    }
+    let mime_type = short_text("mime_type", &m.mime_type)?;
+    if kind == Kind::Document && mime_type.is_empty() {
+        return Err(media_invalid("a document needs a mime_type"));
+    }
+    if !mime_type.is_empty() && !mime_type.contains('/') {
+        return Err(media_invalid("mime_type must be type/subtype"));
+    }
+    if kind == Kind::Photo && m.thumb_file_id != 0 {
+        return Err(media_invalid("a photo's sizes are made by the server"));
+    }
+    Ok(MessageMedia {
+        kind: kind as i32,
+        mime_type,
+        file_name: short_text("file_name", &m.file_name)?,
+        duration: m.duration,
+        w: m.w,
+        h: m.h,
+        waveform: m.waveform.clone(),
+        title: short_text("title", &m.title)?,
+        performer: short_text("performer", &m.performer)?,
+        ..MessageMedia::default()
+    })
+}
+
 #[tonic::async_trait]
-impl<B: BlobStore> Media for MediaService<B> {
+impl Media for MediaService {
     async fn save_file_part(
         &self,
         request: Request<SaveFilePartRequest>,
@@ -50,7 +270,7 @@ impl<B: BlobStore> Media for MediaService<B> {
         if !(0..MAX_PARTS).contains(&r.part) {
             return Err(status(
                 ErrorCode::FilePartInvalid,
-                "part must be within 0..4000",
+                "part must be within 0..8000",
             ));
         }
         if r.bytes.is_empty() {
@@ -65,19 +285,16 @@ impl<B: BlobStore> Media for MediaService<B> {
                 "a part is at most 512 KiB",
             ));
         }
+        let size = r.bytes.len() as i32;
+        // A re-sent part overwrites the blob and the row alike: an upload resumes from any
+        // part.
         self.blobs
-            .put(&part_key(owner_id, r.file_id, r.part), &r.bytes)
+            .put(&part_key(owner_id, r.file_id, r.part), r.bytes)
             .await
             .map_err(io)?;
-        store::save_part(
-            &self.pool,
-            owner_id,
-            r.file_id,
-            r.part,
-            r.bytes.len() as i32,
-        )
-        .await
-        .map_err(Error::from)?;
+        store::save_part(&self.pool, owner_id, r.file_id, r.part, size)
+            .await
+            .map_err(Error::from)?;
         Ok(Response::new(SaveFilePartResponse {}))
     }
 
@@ -91,10 +308,10 @@ impl<B: BlobStore> Media for MediaService<B> {
         if !(1..=MAX_PARTS).contains(&r.parts) {
             return Err(status(
                 ErrorCode::FilePartsInvalid,
-                "parts must be within 1..=4000",
+                "parts must be within 1..=8000",
             ));
         }
-        let name: String = r.name.chars().take(255).collect();
+        let name: String = r.name.chars().take(MAX_NAME_CHARS).collect();
         let stored = store::stored_parts(&self.pool, owner_id, r.file_id)
             .await
             .map_err(Error::from)?;
@@ -110,35 +327,23 @@ impl<B: BlobStore> Media for MediaService<B> {
             .iter()
             .map(|p| part_key(owner_id, r.file_id, *p))
             .collect();
-        let tmp = format!("tmp/{}", uuid::Uuid::new_v4());
-        let (size, sha256) = self.blobs.compose(&keys, &tmp).await.map_err(io)?;
+        let key = content_key();
+        let (size, sha256) = self.blobs.compose(&keys, &key).await.map_err(io)?;
         let mut tx = self.pool.begin().await.map_err(Error::from)?;
-        // The same content is stored once.
-        let existing = store::file_by_sha256(&mut tx, &sha256)
+        // The same content is stored once: a content there already keeps its blob.
+        let file = store::insert_file(&mut tx, &sha256, size as i64, &key)
             .await
             .map_err(Error::from)?;
-        let file_id = match existing {
-            Some(id) => {
-                self.blobs.delete(&tmp).await.map_err(io)?;
-                id
-            }
-            None => {
-                self.blobs
-                    .rename(&tmp, &format!("blobs/{sha256}"))
-                    .await
-                    .map_err(io)?;
-                store::insert_file(&mut tx, &sha256, size as i64)
-                    .await
-                    .map_err(Error::from)?
-            }
-        };
-        let ref_id = store::insert_file_ref(&mut tx, owner_id, file_id, &name)
+        let ref_id = store::insert_file_ref(&mut tx, owner_id, file.id, &name, false)
             .await
             .map_err(Error::from)?;
         store::delete_parts(&mut tx, owner_id, r.file_id)
             .await
             .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
+        if file.blob_key != key {
+            self.blobs.delete(&key).await.map_err(io)?;
+        }
         for key in &keys {
             if let Err(err) = self.blobs.delete(key).await {
                 tracing::warn!(error = %err, key, "could not delete an uploaded part");
@@ -158,35 +363,152 @@ impl<B: BlobStore> Media for MediaService<B> {
     ) -> Result<Response<FileChunk>, Status> {
         let GetFileRequest { owner_id, request } = request.into_inner();
         let r = request.unwrap_or_default();
-        if r.offset < 0 {
-            return Err(status(
-                ErrorCode::OffsetInvalid,
-                "offset must not be negative",
-            ));
-        }
-        if !(1..=MAX_CHUNK_BYTES).contains(&r.limit) {
-            return Err(status(
-                ErrorCode::LimitInvalid,
-                "limit must be within 1..=1048576",
-            ));
-        }
+        check_range(r.offset, r.limit)?;
         // The owner check is the authorization.
-        let store::StoredFile { sha256, size } = store::file_of_ref(&self.pool, owner_id, r.id)
+        let file = store::file_of_ref(&self.pool, owner_id, r.id)
             .await
             .map_err(Error::from)?
             .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file"))?;
-        let bytes = if r.offset >= size {
-            vec![]
-        } else {
-            self.blobs
-                .read_range(
-                    &format!("blobs/{sha256}"),
-                    r.offset as u64,
-                    r.limit as usize,
-                )
-                .await
-                .map_err(io)?
+        Ok(Response::new(self.chunk(&file, r.offset, r.limit).await?))
+    }
+
+    async fn resolve_media(
+        &self,
+        request: Request<ResolveMediaRequest>,
+    ) -> Result<Response<MessageMedia>, Status> {
+        let ResolveMediaRequest { owner_id, media } = request.into_inner();
+        let input = media.ok_or_else(|| media_invalid("media is required"))?;
+        let mut media = attributes(&input)?;
+        let file = store::take_ref(&self.pool, owner_id, input.file_id)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file of yours"))?;
+        media.file_id = file.file_id;
+        media.size = file.size;
+        media.sha256 = file.sha256.clone();
+        if media.file_name.is_empty() && media.kind != Kind::Photo as i32 {
+            media.file_name = file.name.clone();
+        }
+        if media.kind == Kind::Photo as i32 {
+            self.photo(owner_id, &file, &mut media).await?;
+        } else if input.thumb_file_id != 0 {
+            self.thumbnail(owner_id, input.thumb_file_id, &mut media)
+                .await?;
+        }
+        Ok(Response::new(media))
+    }
+
+    async fn read_content(
+        &self,
+        request: Request<ReadContentRequest>,
+    ) -> Result<Response<FileChunk>, Status> {
+        let r = request.into_inner();
+        check_range(r.offset, r.limit)?;
+        let file = store::content(&self.pool, r.file_id)
+            .await
+            .map_err(Error::from)?
+            .ok_or_else(|| status(ErrorCode::FileIdInvalid, "no such file"))?;
+        Ok(Response::new(self.chunk(&file, r.offset, r.limit).await?))
+    }
+
+    async fn upload_by_hash(
+        &self,
+        request: Request<UploadByHashRequest>,
+    ) -> Result<Response<File>, Status> {
+        let UploadByHashRequest {
+            owner_id,
+            request,
+            visible,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
+        let name = short_text("name", &r.name)?;
+        let unknown = || {
+            status(
+                ErrorCode::FileHashUnknown,
+                "no file with this hash and size that you may see",
+            )
         };
-        Ok(Response::new(FileChunk { bytes, size }))
+        // Only a well-formed hash is looked up; whether the server holds content the caller
+        // may not see is never told apart from content it does not hold.
+        let well_formed = r.sha256.len() == 64
+            && r.sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !well_formed {
+            return Err(unknown());
+        }
+        let file = store::owner_file_of_hash(&self.pool, owner_id, &r.sha256, visible)
+            .await
+            .map_err(Error::from)?
+            .filter(|f| f.size == r.size)
+            .ok_or_else(unknown)?;
+        let mut tx = self.pool.begin().await.map_err(Error::from)?;
+        let ref_id = store::insert_file_ref(&mut tx, owner_id, file.file_id, &name, false)
+            .await
+            .map_err(|e| match &e {
+                // The content went to the collector meanwhile.
+                sqlx::Error::Database(d) if d.code().as_deref() == Some("23503") => unknown(),
+                _ => Error::from(e).into(),
+            })?;
+        tx.commit().await.map_err(Error::from)?;
+        Ok(Response::new(File {
+            id: ref_id,
+            size: file.size,
+            sha256: file.sha256,
+            name,
+        }))
+    }
+
+    async fn collect_garbage(
+        &self,
+        request: Request<CollectGarbageRequest>,
+    ) -> Result<Response<CollectGarbageResponse>, Status> {
+        let grace = request.into_inner().grace_seconds.max(0);
+        Ok(Response::new(self.collect(grace).await?))
+    }
+}
+
+impl MediaService {
+    /// One collection: unfinished uploads' parts and untaken references older than
+    /// `grace_seconds`, then every content left with no reference, blobs after rows.
+    pub async fn collect(&self, grace_seconds: i64) -> Result<CollectGarbageResponse, Status> {
+        let mut done = CollectGarbageResponse::default();
+        loop {
+            let parts = store::collect_parts(&self.pool, grace_seconds, GC_BATCH)
+                .await
+                .map_err(Error::from)?;
+            for p in &parts {
+                self.blobs
+                    .delete(&part_key(p.owner_id, p.file_id, p.part))
+                    .await
+                    .map_err(io)?;
+            }
+            done.parts_deleted += parts.len() as i64;
+            if (parts.len() as i64) < GC_BATCH {
+                break;
+            }
+        }
+        loop {
+            let mut files = store::collect_refs(&self.pool, grace_seconds, GC_BATCH)
+                .await
+                .map_err(Error::from)?;
+            let taken = files.len() as i64;
+            files.sort_unstable();
+            files.dedup();
+            for file_id in files {
+                // A content shared by dedupe goes only with its last reference.
+                if let Some(key) = store::collect_content(&self.pool, file_id)
+                    .await
+                    .map_err(Error::from)?
+                {
+                    self.blobs.delete(&key).await.map_err(io)?;
+                    done.contents_deleted += 1;
+                }
+            }
+            if taken < GC_BATCH {
+                break;
+            }
+        }
+        Ok(done)
     }
 }

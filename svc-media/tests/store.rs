@@ -14,7 +14,7 @@ use oxigram_testkit::{
 use sha2::{Digest, Sha256};
 use svc_media::{
     MediaService,
-    blobs::LocalBlobs,
+    blobs::Blobs,
     store::{self as media, StoredFile},
 };
 use tonic::Request;
@@ -29,7 +29,7 @@ async fn schema() -> anyhow::Result<Migrated> {
 
 /// The service on a fresh schema, with its blobs under a fresh folder (removed on drop).
 struct Service {
-    media: MediaService<LocalBlobs>,
+    media: MediaService,
     dir: std::path::PathBuf,
     db: Migrated,
 }
@@ -44,7 +44,7 @@ async fn service() -> anyhow::Result<Service> {
     let db = schema().await?;
     let dir = std::env::temp_dir().join(unique_name("oxigram-media-test"));
     Ok(Service {
-        media: MediaService::new(db.pool.clone(), LocalBlobs::new(&dir)),
+        media: MediaService::new(db.pool.clone(), Blobs::local(&dir)?),
         dir,
         db,
     })
@@ -111,25 +111,34 @@ async fn files_are_stored_once_per_content_and_read_only_by_their_owners() -> an
     let pool = &db.pool;
     let mut tx = pool.begin().await?;
     assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, None);
-    let file = media::insert_file(&mut tx, "aa", 5).await?;
-    assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, Some(file));
-    // The same content again: the same file.
-    assert_eq!(media::insert_file(&mut tx, "aa", 5).await?, file);
-    let other = media::insert_file(&mut tx, "bb", 9).await?;
-    assert_ne!(other, file);
-    let alice_ref = media::insert_file_ref(&mut tx, 1, file, "a.txt").await?;
-    let bob_ref = media::insert_file_ref(&mut tx, 2, file, "b.txt").await?;
+    let file = media::insert_file(&mut tx, "aa", 5, "blobs/first").await?;
+    assert_eq!(file.blob_key, "blobs/first");
+    assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, Some(file.id));
+    // The same content again: the same file, with the blob it was stored with first.
+    assert_eq!(
+        media::insert_file(&mut tx, "aa", 5, "blobs/second").await?,
+        file
+    );
+    let other = media::insert_file(&mut tx, "bb", 9, "blobs/other").await?;
+    assert_ne!(other.id, file.id);
+    let alice_ref = media::insert_file_ref(&mut tx, 1, file.id, "a.txt", false).await?;
+    let bob_ref = media::insert_file_ref(&mut tx, 2, file.id, "b.txt", false).await?;
     assert_ne!(alice_ref, bob_ref);
     tx.commit().await?;
 
-    let aa = Some(StoredFile {
-        sha256: "aa".into(),
-        size: 5,
-    });
+    let aa = |name: &str| {
+        Some(StoredFile {
+            file_id: file.id,
+            sha256: "aa".into(),
+            size: 5,
+            blob_key: "blobs/first".into(),
+            name: name.into(),
+        })
+    };
     // (owner, reference) -> content
     for ((owner, reference), expected) in [
-        ((1, alice_ref), aa.clone()),
-        ((2, bob_ref), aa),
+        ((1, alice_ref), aa("a.txt")),
+        ((2, bob_ref), aa("b.txt")),
         ((2, alice_ref), None),
         ((1, bob_ref), None),
         ((1, 999_999), None),
@@ -146,28 +155,31 @@ async fn files_are_stored_once_per_content_and_read_only_by_their_owners() -> an
 #[tokio::test]
 async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow::Result<()> {
     let s = service().await?;
-    let content = b"hello, ranged world".to_vec();
-    for (p, bytes) in content.chunks(8).enumerate() {
+    // Three parts, the last one short: 1 MiB + 200 KiB.
+    let content = pattern(1024 * 1024 + 200 * 1024);
+    for (p, bytes) in content.chunks(512 * 1024).enumerate() {
         s.media
             .save_file_part(Request::new(part(1, 10, p as i32, bytes)))
             .await?;
     }
     let info = s
         .media
-        .complete_upload(Request::new(complete(1, 10, 3, "hello.txt")))
+        .complete_upload(Request::new(complete(1, 10, 3, "hello.bin")))
         .await?
         .into_inner();
     assert_eq!(info.size, content.len() as i64);
     assert_eq!(info.sha256, hex::encode(Sha256::digest(&content)));
-    assert_eq!(info.name, "hello.txt");
+    assert_eq!(info.name, "hello.bin");
 
     // Another owner uploads the same bytes: a reference of her own to the same content.
-    s.media
-        .save_file_part(Request::new(part(2, 20, 0, &content)))
-        .await?;
+    for (p, bytes) in content.chunks(512 * 1024).enumerate() {
+        s.media
+            .save_file_part(Request::new(part(2, 20, p as i32, bytes)))
+            .await?;
+    }
     let theirs = s
         .media
-        .complete_upload(Request::new(complete(2, 20, 1, "copy.txt")))
+        .complete_upload(Request::new(complete(2, 20, 3, "copy.bin")))
         .await?
         .into_inner();
     assert_ne!(theirs.id, info.id);
@@ -177,27 +189,57 @@ async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow
         .await?;
     assert_eq!(files, 1);
     assert!(media::stored_parts(&s.db.pool, 1, 10).await?.is_empty());
+    // The content is one blob, and no part is left behind.
+    assert_eq!(blob_files(&s.dir), 1);
 
+    const MIB: usize = 1024 * 1024;
     // (offset, limit) -> bytes
     for ((offset, limit), expected) in [
-        ((0, 5), &content[..5]),
-        ((7, 6), &content[7..13]),
-        ((15, 100), &content[15..]),
-        ((19, 10), &[][..]),
-        ((1_000, 10), &[][..]),
+        ((0, 4096), &content[..4096]),
+        ((4096, 8192), &content[4096..12288]),
+        ((MIB - 4096, 4096), &content[MIB - 4096..MIB]),
+        ((0, MIB), &content[..MIB]),
+        ((MIB, MIB), &content[MIB..]),
+        ((MIB + 196 * 1024, 8192), &content[MIB + 196 * 1024..]),
+        ((2 * MIB, 4096), &[][..]),
     ] {
         let chunk = s
             .media
-            .get_file(Request::new(get(1, info.id, offset, limit)))
+            .get_file(Request::new(get(1, info.id, offset as i64, limit as i32)))
             .await?
             .into_inner();
-        assert_eq!(
-            (chunk.bytes.as_slice(), chunk.size),
-            (expected, content.len() as i64),
-            "offset {offset}, limit {limit}"
+        assert_eq!(chunk.size, content.len() as i64);
+        assert!(
+            chunk.bytes == expected,
+            "offset {offset}, limit {limit}: {} bytes",
+            chunk.bytes.len()
         );
     }
     Ok(())
+}
+
+/// Bytes that differ from one position to the next (so a misplaced range shows).
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i % 251) as u8 ^ (i / 4096) as u8)
+        .collect()
+}
+
+/// The files under a blob folder (a content, a part).
+fn blob_files(dir: &std::path::Path) -> usize {
+    fn walk(dir: &std::path::Path, n: &mut usize) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, n);
+            } else {
+                *n += 1;
+            }
+        }
+    }
+    let mut n = 0;
+    walk(dir, &mut n);
+    n
 }
 
 #[tokio::test]
@@ -222,7 +264,7 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
     let saves = [
         (part(1, 0, 0, b"x"), "FILE_ID_INVALID"),
         (part(1, 10, -1, b"x"), "FILE_PART_INVALID"),
-        (part(1, 10, 4000, b"x"), "FILE_PART_INVALID"),
+        (part(1, 10, 8000, b"x"), "FILE_PART_INVALID"),
         (part(1, 10, 1, b""), "FILE_PART_INVALID"),
         (part(1, 10, 1, &too_big), "FILE_PART_TOO_BIG"),
     ];
@@ -240,7 +282,7 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
 
     let completions = [
         (complete(1, 10, 0, "n"), "FILE_PARTS_INVALID"),
-        (complete(1, 10, 4001, "n"), "FILE_PARTS_INVALID"),
+        (complete(1, 10, 8001, "n"), "FILE_PARTS_INVALID"),
         // Part 1 is missing.
         (complete(1, 10, 3, "n"), "FILE_PART_MISSING"),
         // Part 2 is there, beyond the count.
@@ -261,11 +303,19 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
     }
 
     let reads = [
-        (get(1, file.id, -1, 10), "OFFSET_INVALID"),
+        (get(1, file.id, -1, 4096), "OFFSET_INVALID"),
+        (get(1, file.id, -4096, 4096), "OFFSET_INVALID"),
+        (get(1, file.id, 100, 4096), "OFFSET_INVALID"),
         (get(1, file.id, 0, 0), "LIMIT_INVALID"),
-        (get(1, file.id, 0, 1024 * 1024 + 1), "LIMIT_INVALID"),
-        (get(2, file.id, 0, 10), "FILE_ID_INVALID"),
-        (get(1, file.id + 1000, 0, 10), "FILE_ID_INVALID"),
+        (get(1, file.id, 0, -4096), "LIMIT_INVALID"),
+        (get(1, file.id, 0, 10), "LIMIT_INVALID"),
+        (get(1, file.id, 0, 4097), "LIMIT_INVALID"),
+        (get(1, file.id, 0, 1024 * 1024 + 4096), "LIMIT_INVALID"),
+        // The window crosses a 1 MiB boundary.
+        (get(1, file.id, 4096, 1024 * 1024), "LIMIT_INVALID"),
+        (get(1, file.id, 1024 * 1024 - 4096, 8192), "LIMIT_INVALID"),
+        (get(2, file.id, 0, 4096), "FILE_ID_INVALID"),
+        (get(1, file.id + 1000, 0, 4096), "FILE_ID_INVALID"),
     ];
     for (request, code) in reads {
         let label = format!("{request:?}");

@@ -7,6 +7,7 @@ SELECT b.peer_user_id,
        m.fwd_from_user_id,
        m.text,
        m.entities,
+       m.media,
        m.edit_version,
        b.peer_user_id <> b.owner_id AND EXISTS (
            SELECT 1 FROM blocks k

@@ -1,7 +1,9 @@
--- The last statement of an edit: the locked body's new text, entities, edit_date and version
--- (primary key of message_bodies). The outbox rows follow this item in the same statement.
+-- The last statement of an edit: the locked body's new text, entities, edit_date, version and
+-- media (primary key of message_bodies). The outbox rows follow this item in the same statement.
 edited AS (
-    UPDATE message_bodies SET text = $1, entities = $2, edit_date = $3, edit_version = $4
+    UPDATE message_bodies SET text = $1, entities = $2, edit_date = $3, edit_version = $4,
+                              media = $6,
+                              media_sha256 = CASE WHEN $7 = '' THEN media_sha256 ELSE $7 END
     WHERE id = $5
 ), requeued AS (
     -- Both owners' boxes are indexed again by the new text (primary key of message_bodies

@@ -7,7 +7,8 @@ SELECT b.*, m.*
 FROM ({box_query}) b
 CROSS JOIN LATERAL (
     SELECT sender_id, text, silent, noforwards, edit_date, entities, quote,
-           fwd_from_user_id, fwd_date, fwd_msg_id, fwd_saved_from_user_id, fwd_saved_from_msg_id
+           fwd_from_user_id, fwd_date, fwd_msg_id, fwd_saved_from_user_id, fwd_saved_from_msg_id,
+           media, grouped_id
     FROM message_bodies
     WHERE id = b.body_id
     LIMIT 1

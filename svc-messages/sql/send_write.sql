@@ -5,10 +5,12 @@
 bodies AS (
     INSERT INTO message_bodies (id, sender_id, recipient_id, text, date, silent, noforwards,
                                 entities, quote, fwd_from_user_id, fwd_date, fwd_msg_id,
-                                fwd_saved_from_user_id, fwd_saved_from_msg_id)
+                                fwd_saved_from_user_id, fwd_saved_from_msg_id, media,
+                                media_sha256, grouped_id)
     SELECT * FROM {bodies}
 ), boxes AS (
-    INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date)
+    INSERT INTO message_boxes (owner_id, box_id, peer_user_id, body_id, out, reply_to_box_id, date,
+                               media_unread)
     SELECT * FROM {boxes}
 ), queued AS (
     -- Each new box waits for the search indexer (primary key of search_queue).

@@ -15,7 +15,7 @@ use sqlx::PgPool;
 use crate::{
     entities,
     outbound::{TO_UPDATES, edit_event_id},
-    rows::MessageRow,
+    rows::{self, MessageRow},
     store::messages_of,
 };
 
@@ -64,6 +64,8 @@ struct Locked {
     text: String,
     /// Stored (see [`entities::encode`]).
     entities: Vec<u8>,
+    /// Stored (see [`rows::encode_media`]).
+    media: Vec<u8>,
     edit_version: i32,
     blocked: bool,
 }
@@ -86,7 +88,12 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     }
     // Entities come in their one order (`entities::checked`), so equal lists encode alike.
     let entities = entities::encode(&r.entities);
-    if locked.text == r.text && locked.entities == entities {
+    // A new media replaces the old; without one the media stays.
+    let media = match &r.media {
+        Some(new) => rows::encode_media(Some(new)),
+        None => locked.media.clone(),
+    };
+    if locked.text == r.text && locked.entities == entities && locked.media == media {
         return Ok(EditOutcome::NotModified);
     }
     if locked.blocked {
@@ -111,10 +118,12 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     let (mut events, mut rows) = (Vec::new(), Vec::new());
     for row in boxes {
         let owner = row.owner_id;
+        let box_id = row.box_id;
         let view = Message {
             text: r.text.clone(),
             entities: r.entities.clone(),
             edit_date,
+            media: rows::decode_media(&media, owner, box_id),
             ..Message::from(row)
         };
         let event_id = edit_event_id(locked.body_id, version, owner);
@@ -147,14 +156,20 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
     let message = message.ok_or(sqlx::Error::RowNotFound)?;
 
     static WRITE: LazyLock<String> =
-        LazyLock::new(|| Staged::statement(include_str!("../sql/edit_write.sql"), 6));
+        LazyLock::new(|| Staged::statement(include_str!("../sql/edit_write.sql"), 8));
     let staged = outbox.stage(&rows);
     let query = sqlx::query_as(WRITE.as_str())
         .bind(&r.text)
         .bind(&entities)
         .bind(edit_date)
         .bind(version)
-        .bind(locked.body_id);
+        .bind(locked.body_id)
+        .bind(&media)
+        .bind(
+            r.media
+                .as_ref()
+                .map_or_else(String::new, |m| m.sha256.clone()),
+        );
     let returned = staged.bind(query).fetch_all(&mut *tx).await?;
     let updates_rows = staged.ids(returned)?;
     tx.commit().await?;

@@ -194,6 +194,10 @@ fn content(
         quote_offset: None,
         silent: r.silent,
         noforwards: r.noforwards,
+        // The file goes with the forward: the new recipient's box holds it, which is her
+        // right to download it.
+        media: source.media.clone(),
+        grouped_id: 0,
     }
 }
 

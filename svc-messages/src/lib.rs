@@ -13,6 +13,7 @@
 pub mod delete;
 pub mod edit;
 pub mod entities;
+pub mod file_reference;
 pub mod forward;
 mod group_commit;
 mod outbound;
@@ -45,6 +46,10 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs svc-messages until `shutdown`.
 pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Result<()> {
+    file_reference::configure(
+        &config.media.file_reference_secret,
+        config.media.file_reference_ttl_seconds,
+    );
     let me = &config.services.messages;
     let start = Starting::bind(&config, "messages", me, SCHEMA, &MIGRATOR).await?;
     let outbox = Outbox::new(

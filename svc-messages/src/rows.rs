@@ -2,10 +2,14 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
-use oxigram_proto::types::v1::{Message, MessageFwdHeader, Peer, ReplyQuote, SendMessageRequest};
+use oxigram_proto::types::v1::{
+    Message, MessageFwdHeader, MessageMedia, Peer, ReplyQuote, SendMessageRequest,
+    message_media::Kind,
+};
 use oxigram_storage::batch_row;
+use prost::Message as _;
 
-use crate::entities;
+use crate::{entities, file_reference};
 
 batch_row! {
     /// A message_bodies row a send writes: the message as its sender wrote it.
@@ -29,7 +33,39 @@ batch_row! {
         pub fwd_msg_id: i64,
         pub fwd_saved_from_user_id: i64,
         pub fwd_saved_from_msg_id: i64,
+        /// The media snapshot, stored (see [`encode_media`]); empty for none.
+        pub media: Vec<u8>,
+        /// The media's content hash ('' for none): instant upload asks by it.
+        pub media_sha256: String,
+        pub grouped_id: i64,
     }
+}
+
+/// A media snapshot as a body stores it: its protobuf encoding without the reader's
+/// reference (each read stamps its own); empty for none.
+pub fn encode_media(media: Option<&MessageMedia>) -> Vec<u8> {
+    media.map_or_else(Vec::new, |m| {
+        MessageMedia {
+            file_reference: Vec::new(),
+            ..m.clone()
+        }
+        .encode_to_vec()
+    })
+}
+
+/// The media a body stores, as `owner_id`'s box `box_id` shows it: with a fresh reference.
+pub fn decode_media(stored: &[u8], owner_id: i64, box_id: i64) -> Option<MessageMedia> {
+    if stored.is_empty() {
+        return None;
+    }
+    let mut media = MessageMedia::decode(stored).ok()?;
+    file_reference::stamp(owner_id, box_id, &mut media);
+    Some(media)
+}
+
+/// Whether a recipient's box of this media starts unplayed: voice and video notes.
+pub fn starts_unread(media: Option<&MessageMedia>) -> bool {
+    media.is_some_and(|m| matches!(Kind::try_from(m.kind), Ok(Kind::Voice | Kind::VideoNote)))
 }
 
 batch_row! {
@@ -42,6 +78,7 @@ batch_row! {
         pub out: bool,
         pub reply_to_box_id: i64,
         pub date: i64,
+        pub media_unread: bool,
     }
 }
 
@@ -57,6 +94,7 @@ impl BoxRow {
             out: view.out,
             reply_to_box_id: view.reply_to_msg_id,
             date: view.date,
+            media_unread: view.media_unread,
         }
     }
 }
@@ -95,6 +133,12 @@ impl BodyRow {
             fwd_msg_id: fwd.fwd_msg_id,
             fwd_saved_from_user_id: fwd.fwd_saved_from_user_id,
             fwd_saved_from_msg_id: fwd.fwd_saved_from_msg_id,
+            media: encode_media(request.media.as_ref()),
+            media_sha256: request
+                .media
+                .as_ref()
+                .map_or_else(String::new, |m| m.sha256.clone()),
+            grouped_id: request.grouped_id,
         }
     }
 
@@ -119,6 +163,7 @@ impl BodyRow {
         reply_to_box_id: i64,
     ) -> Message {
         let out = owner_id == self.sender_id;
+        let media = decode_media(&self.media, owner_id, box_id);
         Message {
             id: box_id,
             peer_id: Some(Peer::user(if out { recipient_id } else { self.sender_id })),
@@ -133,6 +178,9 @@ impl BodyRow {
             entities: entities::decode(&self.entities),
             reply_quote: entities::decode_quote(&self.quote),
             fwd_from: self.fwd().header(),
+            media_unread: !out && starts_unread(media.as_ref()),
+            media,
+            grouped_id: self.grouped_id,
         }
     }
 }
@@ -156,6 +204,9 @@ pub struct MessageRow {
     pub quote: Vec<u8>,
     #[sqlx(flatten)]
     pub fwd: FwdColumns,
+    pub media: Vec<u8>,
+    pub media_unread: bool,
+    pub grouped_id: i64,
 }
 
 impl From<MessageRow> for Message {
@@ -174,6 +225,9 @@ impl From<MessageRow> for Message {
             entities: entities::decode(&r.entities),
             reply_quote: entities::decode_quote(&r.quote),
             fwd_from: r.fwd.header(),
+            media: decode_media(&r.media, r.owner_id, r.box_id),
+            media_unread: r.media_unread,
+            grouped_id: r.grouped_id,
         }
     }
 }

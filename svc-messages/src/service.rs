@@ -7,13 +7,14 @@ use oxigram_proto::{
         BlockRequest, BlockedAmongRequest, BlockedAmongResponse, BlockedByRequest,
         BlockedByResponse, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
         ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
-        GetMessagesRequest, MessageList, SearchRequest, SearchResponse, SendMessageRequest,
+        GetMessagesRequest, HoldsContentRequest, HoldsContentResponse, MediaOfMessageRequest,
+        MessageList, SearchRequest, SearchResponse, SendMediaRequest, SendMessageRequest,
         messages_server::Messages,
     },
     require_peer,
     types::v1::{
         self as types, AffectedHistory, AffectedMessages, BlockResponse, EditMessageResponse,
-        ForwardMessagesResponse, SendMessageResponse,
+        ForwardMessagesResponse, MessageMedia, SendMediaResponse, SendMessageResponse,
     },
 };
 use sha2::{Digest, Sha256};
@@ -26,9 +27,11 @@ use crate::{
     delete::{self, Delete, DeleteOutcome, Deleted, MAX_DELETE_BATCH, Targets},
     edit::{self, Edit, EditOutcome},
     entities,
+    file_reference::{self, Refused},
     forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
+    rows,
     search_words::{QueryRefused, QueryWords},
     send::{self, NewMessage},
     store::{self, HistoryWindow, SearchQuery},
@@ -36,6 +39,10 @@ use crate::{
 
 /// Longest text, in Unicode code points.
 pub const MAX_TEXT_CODE_POINTS: usize = 4096;
+/// Longest caption of a media message, in Unicode code points.
+pub const MAX_CAPTION_CODE_POINTS: usize = 1024;
+/// Most media one album holds.
+pub const MAX_ALBUM: usize = 10;
 /// Most messages one history page returns.
 pub const MAX_HISTORY_LIMIT: i32 = 100;
 /// Most ids one getMessages call may name: as many as the new messages of the largest
@@ -79,6 +86,14 @@ fn request_hash(peer_id: i64, r: &types::SendMessageRequest) -> Vec<u8> {
     h.update(r.reply_to_msg_id.to_le_bytes());
     h.update([u8::from(r.silent), u8::from(r.noforwards)]);
     h.update(r.text.as_bytes());
+    // A media message hashes its file and album too, after a NUL of their own.
+    if r.media.is_some() || r.grouped_id != 0 {
+        h.update([0, 1]);
+        let media = rows::encode_media(r.media.as_ref());
+        h.update((media.len() as u64).to_le_bytes());
+        h.update(media);
+        h.update(r.grouped_id.to_le_bytes());
+    }
     if !r.entities.is_empty() || !r.quote_text.is_empty() {
         h.update([0]);
         for part in [
@@ -110,7 +125,10 @@ fn validate(sender_id: i64, r: &mut types::SendMessageRequest) -> Result<i64, St
             "random_id must not be 0",
         ));
     }
-    check_message_text(&r.text)?;
+    match r.media.is_some() {
+        true => check_caption(&r.text)?,
+        false => check_message_text(&r.text)?,
+    }
     if r.reply_to_msg_id < 0 {
         return Err(status(
             ErrorCode::MessageIdInvalid,
@@ -142,6 +160,54 @@ fn check_message_text(text: &str) -> Result<(), Status> {
     Ok(())
 }
 
+/// A media message's caption: no NUL, at most 1024 code points, and may be empty.
+fn check_caption(text: &str) -> Result<(), Status> {
+    check_text("text", text)?;
+    if text.chars().count() > MAX_CAPTION_CODE_POINTS {
+        return Err(status(
+            ErrorCode::MediaCaptionTooLong,
+            "a caption is at most 1024 characters",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the sends of one SendMedia call: 1 to 10, each with its media, to one peer, with
+/// distinct keys (an album is one transaction); the user they go to.
+fn validate_media(sender_id: i64, sends: &mut [types::SendMessageRequest]) -> Result<i64, Status> {
+    if sends.is_empty() {
+        return Err(status(ErrorCode::MediaEmpty, "no media to send"));
+    }
+    if sends.len() > MAX_ALBUM {
+        return Err(status(
+            ErrorCode::MultiMediaTooLong,
+            "an album has at most 10 media",
+        ));
+    }
+    let mut peer = None;
+    let mut keys = std::collections::HashSet::new();
+    for r in sends.iter_mut() {
+        if r.media.is_none() {
+            return Err(status(ErrorCode::MediaEmpty, "every item needs its media"));
+        }
+        let to = validate(sender_id, r)?;
+        if peer.is_some_and(|p| p != to) {
+            return Err(status(
+                ErrorCode::PeerIdInvalid,
+                "an album goes to one peer",
+            ));
+        }
+        peer = Some(to);
+        if !keys.insert(r.random_id) {
+            return Err(status(
+                ErrorCode::RandomIdDuplicate,
+                "each item of an album needs its own random_id",
+            ));
+        }
+    }
+    peer.ok_or_else(|| status(ErrorCode::MediaEmpty, "no media to send"))
+}
+
 /// Checks an edit, and puts its entities in their one order; the user of its dialog.
 fn validate_edit(owner_id: i64, r: &mut types::EditMessageRequest) -> Result<i64, Status> {
     if owner_id <= 0 {
@@ -154,7 +220,10 @@ fn validate_edit(owner_id: i64, r: &mut types::EditMessageRequest) -> Result<i64
     if r.id <= 0 {
         return Err(status(ErrorCode::MessageIdInvalid, "id must be positive"));
     }
-    check_message_text(&r.text)?;
+    match r.media.is_some() {
+        true => check_caption(&r.text)?,
+        false => check_message_text(&r.text)?,
+    }
     r.entities = entities::checked(&r.text, std::mem::take(&mut r.entities))?;
     Ok(peer_id)
 }
@@ -304,6 +373,103 @@ impl Messages for MessagesService {
             traceparent: oxigram_telemetry::propagation::current_traceparent(),
         };
         Ok(Response::new(self.group.send(new).await?))
+    }
+
+    async fn send_media(
+        &self,
+        request: Request<SendMediaRequest>,
+    ) -> Result<Response<SendMediaResponse>, Status> {
+        let SendMediaRequest {
+            sender_id,
+            auth_key_id,
+            mut sends,
+        } = request.into_inner();
+        let peer_id = validate_media(sender_id, &mut sends)?;
+        let traceparent = oxigram_telemetry::propagation::current_traceparent();
+        let sends: Vec<NewMessage> = sends
+            .into_iter()
+            .map(|r| NewMessage {
+                sender_id,
+                peer_id,
+                auth_key_id,
+                request_hash: request_hash(peer_id, &r),
+                request: r,
+                fwd_from: None,
+                traceparent: traceparent.clone(),
+            })
+            .collect();
+        // An album is stored whole or not at all: a key reused for another message would
+        // refuse its item alone, so the call is refused first, whole (as a forward).
+        if sends.len() > 1
+            && send::any_key_reused(&self.pool, &sends)
+                .await
+                .map_err(Error::from)?
+        {
+            return Err(status(
+                ErrorCode::RandomIdDuplicate,
+                "a random_id was already used for a different message",
+            ));
+        }
+        let sent = self.group.send_all(sends).await?;
+        Ok(Response::new(SendMediaResponse { sent }))
+    }
+
+    async fn media_of_message(
+        &self,
+        request: Request<MediaOfMessageRequest>,
+    ) -> Result<Response<MessageMedia>, Status> {
+        let MediaOfMessageRequest {
+            owner_id,
+            peer,
+            msg_id,
+            file_reference,
+        } = request.into_inner();
+        let peer_id = require_peer(peer.as_ref(), owner_id)?;
+        if msg_id <= 0 {
+            return Err(status(
+                ErrorCode::MessageIdInvalid,
+                "msg_id must be positive",
+            ));
+        }
+        // The box is the right: a message the owner's box holds in this dialog.
+        let message = store::by_ids(&self.pool, owner_id, &[msg_id])
+            .await
+            .map_err(Error::from)?
+            .into_iter()
+            .find(|m| m.peer_user() == peer_id)
+            .ok_or_else(|| {
+                status(
+                    ErrorCode::MessageIdInvalid,
+                    "no message with this id in the dialog",
+                )
+            })?;
+        let media = message
+            .media
+            .ok_or_else(|| status(ErrorCode::FileReferenceInvalid, "the message has no file"))?;
+        let now = chrono::Utc::now().timestamp();
+        match file_reference::check(owner_id, msg_id, media.file_id, &file_reference, now) {
+            Ok(()) => Ok(Response::new(media)),
+            Err(Refused::Expired) => Err(status(
+                ErrorCode::FileReferenceExpired,
+                "the file reference expired: read the message again",
+            )),
+            Err(Refused::Invalid) => Err(status(
+                ErrorCode::FileReferenceInvalid,
+                "not a file reference of this message for you",
+            )),
+        }
+    }
+
+    async fn holds_content(
+        &self,
+        request: Request<HoldsContentRequest>,
+    ) -> Result<Response<HoldsContentResponse>, Status> {
+        let HoldsContentRequest { owner_id, sha256 } = request.into_inner();
+        let holds = !sha256.is_empty()
+            && store::holds_content(&self.pool, owner_id, &sha256)
+                .await
+                .map_err(Error::from)?;
+        Ok(Response::new(HoldsContentResponse { holds }))
     }
 
     async fn forward_messages(

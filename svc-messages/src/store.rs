@@ -307,3 +307,13 @@ pub async fn search(pool: &PgPool, q: &SearchQuery) -> Result<SearchPage, sqlx::
         next_offset_id,
     })
 }
+
+/// Whether a message of `owner`'s box (not deleted) carries the content with hash `sha256`
+/// (message_bodies_media_sha256, then message_boxes_body).
+pub async fn holds_content(pool: &PgPool, owner: i64, sha256: &str) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/holds_content.sql"))
+        .bind(owner)
+        .bind(sha256)
+        .fetch_one(pool)
+        .await
+}

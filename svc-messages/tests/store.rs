@@ -1628,6 +1628,7 @@ async fn an_edit_of_the_entities_alone_modifies_the_message() -> anyhow::Result<
             id: 1,
             text: "hello world".into(),
             entities,
+            ..Default::default()
         },
         traceparent: None,
     };

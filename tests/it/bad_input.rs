@@ -544,6 +544,7 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
                 id: hello_id,
                 text: "hello Bob!".into(),
                 entities: vec![link],
+                ..Default::default()
             })
             .await,
     );

@@ -143,6 +143,7 @@ async fn entities_reach_every_owner_and_change_with_an_edit() -> anyhow::Result<
         id: sent.id,
         text: text.into(),
         entities,
+        ..Default::default()
     };
     let edited = alice
         .messages()
@@ -288,6 +289,7 @@ async fn bad_entities_have_their_codes_and_store_nothing() -> anyhow::Result<()>
                 id,
                 text: text.into(),
                 entities,
+                ..Default::default()
             })
             .await;
         assert_eq!(

@@ -146,6 +146,27 @@ pub enum ErrorCode {
     /// (a send with the same random_id is stored at most once).
     Unavailable,
     Internal,
+    // --- media: media messages ---
+    /// A media item that is not one: no known kind, a bad attribute (a negative duration, a
+    /// waveform on anything but a voice note, a document without a MIME type), or a photo
+    /// (or thumbnail) that is not a JPEG, PNG or WebP image of at most 10 MiB.
+    MediaInvalid,
+    /// SendMedia without an item.
+    MediaEmpty,
+    /// An album of more than 10 items.
+    MultiMediaTooLong,
+    /// A caption longer than 1024 characters.
+    MediaCaptionTooLong,
+    /// A file reference that was good but is too old: read the message again for a fresh one.
+    FileReferenceExpired,
+    /// A file reference this server did not give this reader for this message, or a message
+    /// without the file asked for.
+    FileReferenceInvalid,
+    /// Instant upload: no content with this hash and size that the caller may see (the same
+    /// answer whether the server holds someone else's or nothing).
+    FileHashUnknown,
+    /// ReadMessageContents or a reaction on a message the caller's box does not hold.
+    ReactionInvalid,
 }
 
 impl ErrorCode {
@@ -225,6 +246,14 @@ impl ErrorCode {
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
+            Self::MediaInvalid => "MEDIA_INVALID",
+            Self::MediaEmpty => "MEDIA_EMPTY",
+            Self::MultiMediaTooLong => "MULTI_MEDIA_TOO_LONG",
+            Self::MediaCaptionTooLong => "MEDIA_CAPTION_TOO_LONG",
+            Self::FileReferenceExpired => "FILE_REFERENCE_EXPIRED",
+            Self::FileReferenceInvalid => "FILE_REFERENCE_INVALID",
+            Self::FileHashUnknown => "FILE_HASH_UNKNOWN",
+            Self::ReactionInvalid => "REACTION_INVALID",
         };
         s.to_owned()
     }

@@ -272,14 +272,57 @@ impl Default for MessagesConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MediaConfig {
-    /// Folder of the local blob store.
+    /// Folder of the local blob store (used when no S3 bucket is set).
     pub blob_dir: String,
+    /// The key svc-messages signs file references with (every messages instance the same).
+    pub file_reference_secret: String,
+    /// How long a file reference a message read gave stays good, in seconds.
+    pub file_reference_ttl_seconds: i64,
+    /// Uploads no message took, and unfinished uploads, are collected after this many seconds.
+    pub gc_grace_seconds: i64,
+    /// Time between two collections, in seconds (0: never).
+    pub gc_interval_seconds: u64,
+    /// An S3-compatible blob store instead of local files.
+    pub s3: S3Config,
 }
 
 impl Default for MediaConfig {
     fn default() -> Self {
         Self {
             blob_dir: ".oxigram/media".into(),
+            file_reference_secret: "oxigram-development-file-reference-key".into(),
+            file_reference_ttl_seconds: 7200,
+            gc_grace_seconds: 86400,
+            gc_interval_seconds: 3600,
+            s3: S3Config::default(),
+        }
+    }
+}
+
+/// An S3-compatible store for svc-media's blobs. Credentials come from the environment
+/// (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), never from here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct S3Config {
+    /// The bucket; empty: blobs are local files under `blob_dir`.
+    pub bucket: String,
+    /// The store's URL (empty: AWS's own for the region).
+    pub endpoint: String,
+    pub region: String,
+    /// Whether the endpoint may be plain HTTP.
+    pub allow_http: bool,
+    /// Size of one part of a multipart upload, in MiB (at least 5).
+    pub multipart_chunk_mib: u32,
+}
+
+impl Default for S3Config {
+    fn default() -> Self {
+        Self {
+            bucket: String::new(),
+            endpoint: String::new(),
+            region: "us-east-1".into(),
+            allow_http: false,
+            multipart_chunk_mib: 8,
         }
     }
 }

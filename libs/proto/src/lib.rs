@@ -46,7 +46,8 @@ package!(
         HidePeerSettingsBarRequest, InputFolderPeer, MarkDialogUnreadRequest, PeerNotifySettings,
         PeerSettings, PtsUpdate, ReorderPinnedDialogsRequest, SaveDraftRequest,
         ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
-        UpdateNotifySettingsRequest,
+        UpdateNotifySettingsRequest, GetMessageFileRequest, InputMedia, InputSingleMedia,
+        MessageMedia, PhotoSize, SendMediaRequest, SendMediaResponse, UploadByHashRequest,
     };
 );
 

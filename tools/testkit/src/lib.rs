@@ -6,6 +6,7 @@
 pub mod bench;
 mod containers;
 mod infra;
+pub mod s3;
 pub mod store;
 
 pub use infra::{Infra, free_port, fresh_database, infra, private_infra, unique_name};
