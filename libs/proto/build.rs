@@ -65,6 +65,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // What tonic-prost-build's own compile step sets, since the generator is set here.
     config.out_dir(&out);
     config.type_attribute(".", "#[allow(clippy::all)]");
+    // A message's file is large beside the rest of a message and absent from most: boxed, a
+    // plain message stays small (updates and events carry many).
+    config.boxed(".oxigram.types.v1.Message.media");
     config.file_descriptor_set_path(out.join("oxigram_descriptor.bin"));
     config.service_generator(Box::new(CodecBySide {
         client_api_clients: tonic_prost_build::configure()

@@ -123,7 +123,7 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
             text: r.text.clone(),
             entities: r.entities.clone(),
             edit_date,
-            media: rows::decode_media(&media, owner, box_id),
+            media: rows::decode_media(&media, owner, box_id).map(Box::new),
             ..Message::from(row)
         };
         let event_id = edit_event_id(locked.body_id, version, owner);

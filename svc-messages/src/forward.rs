@@ -196,7 +196,7 @@ fn content(
         noforwards: r.noforwards,
         // The file goes with the forward: the new recipient's box holds it, which is her
         // right to download it.
-        media: source.media.clone(),
+        media: source.media.as_deref().cloned(),
         grouped_id: 0,
     }
 }

@@ -163,7 +163,7 @@ impl BodyRow {
         reply_to_box_id: i64,
     ) -> Message {
         let out = owner_id == self.sender_id;
-        let media = decode_media(&self.media, owner_id, box_id);
+        let media = decode_media(&self.media, owner_id, box_id).map(Box::new);
         Message {
             id: box_id,
             peer_id: Some(Peer::user(if out { recipient_id } else { self.sender_id })),
@@ -178,7 +178,7 @@ impl BodyRow {
             entities: entities::decode(&self.entities),
             reply_quote: entities::decode_quote(&self.quote),
             fwd_from: self.fwd().header(),
-            media_unread: !out && starts_unread(media.as_ref()),
+            media_unread: !out && starts_unread(media.as_deref()),
             media,
             grouped_id: self.grouped_id,
         }
@@ -225,7 +225,7 @@ impl From<MessageRow> for Message {
             entities: entities::decode(&r.entities),
             reply_quote: entities::decode_quote(&r.quote),
             fwd_from: r.fwd.header(),
-            media: decode_media(&r.media, r.owner_id, r.box_id),
+            media: decode_media(&r.media, r.owner_id, r.box_id).map(Box::new),
             media_unread: r.media_unread,
             grouped_id: r.grouped_id,
         }

@@ -448,7 +448,7 @@ impl Messages for MessagesService {
             .ok_or_else(|| status(ErrorCode::FileReferenceInvalid, "the message has no file"))?;
         let now = chrono::Utc::now().timestamp();
         match file_reference::check(owner_id, msg_id, media.file_id, &file_reference, now) {
-            Ok(()) => Ok(Response::new(media)),
+            Ok(()) => Ok(Response::new(*media)),
             Err(Refused::Expired) => Err(status(
                 ErrorCode::FileReferenceExpired,
                 "the file reference expired: read the message again",

@@ -15,6 +15,7 @@ mod full_stack;
 mod group_commit;
 mod limits;
 mod media;
+mod media_messages;
 mod message_delete;
 mod message_edit;
 mod message_format;

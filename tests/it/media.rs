@@ -42,7 +42,7 @@ async fn upload_dedupe_and_ranged_download() -> anyhow::Result<()> {
         .get_file(GetFileRequest {
             id: file.id,
             offset: first.len() as i64,
-            limit: 1024,
+            limit: 4096,
         })
         .await?
         .into_inner();
@@ -77,7 +77,7 @@ async fn upload_dedupe_and_ranged_download() -> anyhow::Result<()> {
         .get_file(GetFileRequest {
             id: file.id,
             offset: 0,
-            limit: 10,
+            limit: 4096,
         })
         .await;
     assert_eq!(

@@ -155,6 +155,15 @@ impl System {
         }
     }
 
+    /// The process id of a service run as its own process (Mode::Processes), else of this
+    /// test's process, which runs it.
+    pub fn pid(&self, target: Target) -> Option<u32> {
+        match self.running.get(&target)? {
+            Running::Process(child) => Some(child.id()),
+            Running::Task(..) => Some(std::process::id()),
+        }
+    }
+
     /// The gateway's URL.
     pub fn gateway(&self) -> String {
         self.config.services.gateway.endpoint.clone()
@@ -519,6 +528,30 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             c.updates.retain_per_user.to_string(),
         ),
         ("OXIGRAM_MEDIA__BLOB_DIR".into(), c.media.blob_dir.clone()),
+        (
+            "OXIGRAM_MEDIA__FILE_REFERENCE_TTL_SECONDS".into(),
+            c.media.file_reference_ttl_seconds.to_string(),
+        ),
+        (
+            "OXIGRAM_MEDIA__GC_INTERVAL_SECONDS".into(),
+            c.media.gc_interval_seconds.to_string(),
+        ),
+        (
+            "OXIGRAM_MEDIA__S3__BUCKET".into(),
+            c.media.s3.bucket.clone(),
+        ),
+        (
+            "OXIGRAM_MEDIA__S3__ENDPOINT".into(),
+            c.media.s3.endpoint.clone(),
+        ),
+        (
+            "OXIGRAM_MEDIA__S3__ALLOW_HTTP".into(),
+            c.media.s3.allow_http.to_string(),
+        ),
+        // A test's own S3-compatible server takes any keys; a real store's come from the
+        // environment of the process.
+        ("AWS_ACCESS_KEY_ID".into(), "test".into()),
+        ("AWS_SECRET_ACCESS_KEY".into(), "test".into()),
         (
             "OXIGRAM_OUTBOX__POLL_MS".into(),
             c.outbox.poll_ms.to_string(),

@@ -165,8 +165,6 @@ pub enum ErrorCode {
     /// Instant upload: no content with this hash and size that the caller may see (the same
     /// answer whether the server holds someone else's or nothing).
     FileHashUnknown,
-    /// ReadMessageContents or a reaction on a message the caller's box does not hold.
-    ReactionInvalid,
 }
 
 impl ErrorCode {
@@ -253,7 +251,6 @@ impl ErrorCode {
             Self::FileReferenceExpired => "FILE_REFERENCE_EXPIRED",
             Self::FileReferenceInvalid => "FILE_REFERENCE_INVALID",
             Self::FileHashUnknown => "FILE_HASH_UNKNOWN",
-            Self::ReactionInvalid => "REACTION_INVALID",
         };
         s.to_owned()
     }
