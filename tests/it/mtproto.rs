@@ -310,6 +310,10 @@ async fn stock_telethon_users_chat_edit_delete_and_catch_up() -> anyhow::Result<
     assert_eq!(seen["ann_got"], "hello Ann");
     assert_eq!(seen["bob_got"], "hi Bob");
     assert_eq!(
+        seen["formatted"],
+        serde_json::json!(["bold move", [["MessageEntityBold", 0, 4]]])
+    );
+    assert_eq!(
         seen["edit"],
         serde_json::json!([true, "hello Ann (edited)"])
     );
@@ -324,6 +328,7 @@ async fn stock_telethon_users_chat_edit_delete_and_catch_up() -> anyhow::Result<
         serde_json::json!([
             "while you were away 2",
             "while you were away 1",
+            "bold move",
             "hi Bob",
             "hello Ann (edited)"
         ])

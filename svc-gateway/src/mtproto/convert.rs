@@ -249,7 +249,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
         message: message.text.clone(),
         media: None,
         reply_markup: None,
-        entities: None,
+        entities: super::entities::to_tl(&message.entities),
         views: None,
         forwards: None,
         replies: None,

@@ -6,6 +6,7 @@
 
 mod api;
 mod convert;
+mod entities;
 mod feed;
 mod keys;
 mod messages;
