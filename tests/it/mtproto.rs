@@ -593,6 +593,22 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
             .iter()
             .any(|u| matches!(u, enums::User::User(u) if u.id == ann_user.id))
     );
+    // A smaller page when asked: a slice up to its intermediate state.
+    let slice = bob
+        .invoke(&functions::updates::GetDifference {
+            pts: 1,
+            pts_limit: None,
+            pts_total_limit: Some(2),
+            date: 0,
+            qts: 0,
+            qts_limit: None,
+        })
+        .await?;
+    let enums::updates::Difference::Slice(slice) = slice else {
+        anyhow::bail!("{slice:?}");
+    };
+    let enums::updates::State::State(intermediate) = &slice.intermediate_state;
+    assert_eq!(intermediate.pts, 3);
     // Nothing new since: differenceEmpty.
     let empty = bob
         .invoke(&functions::updates::GetDifference {
