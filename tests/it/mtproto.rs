@@ -629,5 +629,22 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
         matches!(empty, enums::updates::Difference::Empty(_)),
         "{empty:?}"
     );
+
+    // The door's metrics count the calls, the feeds and the pushes.
+    let metrics = oxigram_telemetry::metrics::render();
+    let sample = |series: &str| {
+        metrics.lines().find_map(|line| {
+            let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+            value.parse::<f64>().ok()
+        })
+    };
+    assert_eq!(
+        sample(r#"oxigram_mtproto_calls_total{method="messages.sendMessage",result="ok"}"#),
+        Some(2.0),
+        "{metrics}"
+    );
+    assert!(sample("oxigram_mtproto_feeds_open").is_some_and(|v| v >= 2.0));
+    assert!(sample("oxigram_mtproto_pushes_total").is_some_and(|v| v >= 4.0));
+    assert!(sample("oxigram_mtproto_call_duration_seconds_count").is_some_and(|v| v > 5.0));
     Ok(())
 }

@@ -10,6 +10,7 @@ mod entities;
 mod feed;
 mod keys;
 mod messages;
+mod metrics;
 mod updates;
 
 use std::collections::{HashMap, HashSet};
@@ -131,7 +132,13 @@ impl Backend for Door {
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let header = self.header_for(call.auth_key_id).await?;
         self.describe(&call).await;
+        let started = std::time::Instant::now();
         let answer = api::answer(&self.gateway, &self.codes, &header, &call, &query).await;
+        metrics::call(
+            oxigram_tl::constructor_id(&query),
+            &answer,
+            started.elapsed(),
+        );
         // A connection gets pushes once it has made a call signed in (the feed checks that).
         if answer.is_ok() && !SIGNED_OUT_CALLS.contains(&oxigram_tl::constructor_id(&query)) {
             self.feeds.ensure(&self.gateway, &call, &header);
