@@ -201,10 +201,15 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
         .get_authorizations(GetAuthorizationsRequest {})
         .await?
         .into_inner();
-    let listed = format!("{keys:?}");
-    assert!(
-        listed.contains(&client.auth_key().id().to_string()),
-        "{listed}"
+    let listed = keys
+        .authorizations
+        .iter()
+        .find(|a| a.auth_key_id == client.auth_key().id());
+    // With the device its initConnection named.
+    assert_eq!(
+        listed.map(|a| a.device_model.as_str()),
+        Some("oxigram-mtproto-client"),
+        "{keys:?}"
     );
 
     // Logging out on the MTProto door unbinds the key for both doors.
@@ -310,6 +315,10 @@ async fn stock_telethon_users_chat_edit_delete_and_catch_up() -> anyhow::Result<
     assert_eq!(seen["ann_got"], "hello Ann");
     assert_eq!(seen["bob_got"], "hi Bob");
     assert_eq!(
+        seen["formatted"],
+        serde_json::json!(["bold move", [["MessageEntityBold", 0, 4]]])
+    );
+    assert_eq!(
         seen["edit"],
         serde_json::json!([true, "hello Ann (edited)"])
     );
@@ -324,6 +333,7 @@ async fn stock_telethon_users_chat_edit_delete_and_catch_up() -> anyhow::Result<
         serde_json::json!([
             "while you were away 2",
             "while you were away 1",
+            "bold move",
             "hi Bob",
             "hello Ann (edited)"
         ])
@@ -588,6 +598,22 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
             .iter()
             .any(|u| matches!(u, enums::User::User(u) if u.id == ann_user.id))
     );
+    // A smaller page when asked: a slice up to its intermediate state.
+    let slice = bob
+        .invoke(&functions::updates::GetDifference {
+            pts: 1,
+            pts_limit: None,
+            pts_total_limit: Some(2),
+            date: 0,
+            qts: 0,
+            qts_limit: None,
+        })
+        .await?;
+    let enums::updates::Difference::Slice(slice) = slice else {
+        anyhow::bail!("{slice:?}");
+    };
+    let enums::updates::State::State(intermediate) = &slice.intermediate_state;
+    assert_eq!(intermediate.pts, 3);
     // Nothing new since: differenceEmpty.
     let empty = bob
         .invoke(&functions::updates::GetDifference {
@@ -603,5 +629,22 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
         matches!(empty, enums::updates::Difference::Empty(_)),
         "{empty:?}"
     );
+
+    // The door's metrics count the calls, the feeds and the pushes.
+    let metrics = oxigram_telemetry::metrics::render();
+    let sample = |series: &str| {
+        metrics.lines().find_map(|line| {
+            let value = line.strip_prefix(series)?.strip_prefix(' ')?;
+            value.parse::<f64>().ok()
+        })
+    };
+    assert_eq!(
+        sample(r#"oxigram_mtproto_calls_total{method="messages.sendMessage",result="ok"}"#),
+        Some(2.0),
+        "{metrics}"
+    );
+    assert!(sample("oxigram_mtproto_feeds_open").is_some_and(|v| v >= 2.0));
+    assert!(sample("oxigram_mtproto_pushes_total").is_some_and(|v| v >= 4.0));
+    assert!(sample("oxigram_mtproto_call_duration_seconds_count").is_some_and(|v| v > 5.0));
     Ok(())
 }

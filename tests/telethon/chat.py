@@ -34,8 +34,10 @@ async def main(pem_path, port, phone_a, phone_b, code):
 
     ann.add_event_handler(handler(lambda e: got_a.append((e.message.id, e.raw_text))),
                           events.NewMessage(incoming=True))
-    bob.add_event_handler(handler(lambda e: got_b.append((e.message.id, e.raw_text))),
-                          events.NewMessage(incoming=True))
+    bob.add_event_handler(handler(lambda e: got_b.append((
+        e.message.id, e.raw_text, [[type(x).__name__, x.offset, x.length]
+                                   for x in e.message.entities or []]))),
+        events.NewMessage(incoming=True))
     ann.add_event_handler(handler(lambda e: edits_a.append((e.message.id, e.raw_text))),
                           events.MessageEdited())
     ann.add_event_handler(handler(lambda e: deletes_a.extend(e.deleted_ids)),
@@ -57,6 +59,10 @@ async def main(pem_path, port, phone_a, phone_b, code):
     await ann.send_message(bob_for_ann, "hi Bob")
     await wait_for(lambda: got_b, "Bob's first message")
     seen["bob_got"] = got_b[0][1]
+    # Formatting (Telethon's markdown) arrives as entities.
+    await ann.send_message(bob_for_ann, "**bold** move")
+    await wait_for(lambda: len(got_b) >= 2, "the formatted message")
+    seen["formatted"] = [got_b[1][1], got_b[1][2]]
 
     # Bob edits his message, then deletes it for both: Ann sees both, in her own ids.
     ann_id_of_hello = got_a[0][0]

@@ -353,10 +353,7 @@ impl Session {
                 )),
             },
             types::MsgsAck::CONSTRUCTOR_ID => {
-                let ids = oxigram_tl::RawVec::<i64>::deserialize(&mut Cursor::from_slice(rest))
-                    .map(|v| v.0)
-                    .or_else(|_| Vec::<i64>::deserialize(&mut Cursor::from_slice(rest)))
-                    .unwrap_or_default();
+                let ids = msg_ids(rest);
                 self.unacked.retain(|(id, _)| !ids.contains(id));
             }
             functions::Ping::CONSTRUCTOR_ID | functions::PingDelayDisconnect::CONSTRUCTOR_ID => {
@@ -415,19 +412,39 @@ impl Session {
                 };
                 actions.send.push(rpc_result(msg_id, &answer));
             }
-            types::MsgsStateReq::CONSTRUCTOR_ID | types::MsgResendReq::CONSTRUCTOR_ID => {
-                let ids = oxigram_tl::RawVec::<i64>::deserialize(&mut Cursor::from_slice(rest))
-                    .map(|v| v.0)
-                    .or_else(|_| Vec::<i64>::deserialize(&mut Cursor::from_slice(rest)))
-                    .unwrap_or_default();
-                // 1 = nothing is known about the message: answers are not kept once sent.
+            types::MsgsStateReq::CONSTRUCTOR_ID => {
+                let ids = msg_ids(rest);
+                let info = ids.iter().map(|id| self.state_of(*id)).collect();
                 actions.send.push(Outgoing {
                     body: boxed(&types::MsgsStateInfo {
                         req_msg_id: msg_id,
-                        info: vec![1; ids.len()],
+                        info,
                     }),
                     content_related: false,
                 });
+            }
+            types::MsgResendReq::CONSTRUCTOR_ID => {
+                // Answers still unacknowledged go again; of any other message nothing is known.
+                let ids = msg_ids(rest);
+                let mut unknown = 0;
+                for id in &ids {
+                    match self.unacked.iter().find(|(sent, _)| sent == id) {
+                        Some((_, body)) => actions.send.push(Outgoing {
+                            body: body.clone(),
+                            content_related: true,
+                        }),
+                        None => unknown += 1,
+                    }
+                }
+                if unknown > 0 {
+                    actions.send.push(Outgoing {
+                        body: boxed(&types::MsgsStateInfo {
+                            req_msg_id: msg_id,
+                            info: vec![1; unknown],
+                        }),
+                        content_related: false,
+                    });
+                }
             }
             functions::RpcDropAnswer::CONSTRUCTOR_ID => {
                 actions.send.push(rpc_result(
@@ -612,6 +629,18 @@ impl Session {
 }
 
 impl Session {
+    /// What the server knows of a client message (msgs_state_info): 2 or 3 for a msg_id too
+    /// low or too high to have been taken, 4 for one received (its answer, if any, is sent or
+    /// on its way), 1 for nothing known.
+    fn state_of(&self, msg_id: i64) -> u8 {
+        match msg_id_error(msg_id) {
+            Some(bad_msg::MSG_ID_TOO_LOW) => 2,
+            Some(bad_msg::MSG_ID_TOO_HIGH) => 3,
+            _ if self.seen_set.contains(&msg_id) => 4,
+            _ => 1,
+        }
+    }
+
     /// Parks the current session's unacknowledged answers (the session ends or changes).
     fn leave(&mut self) {
         let (Some(parked), Some(session_id)) = (&self.parked, self.session_id) else {
@@ -633,6 +662,15 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.leave();
     }
+}
+
+/// The msg_ids of an ack, state or resend request (a boxed vector; a bare one is accepted).
+fn msg_ids(rest: &[u8]) -> Vec<i64> {
+    Vec::<i64>::deserialize(&mut Cursor::from_slice(rest))
+        .or_else(|_| {
+            oxigram_tl::RawVec::<i64>::deserialize(&mut Cursor::from_slice(rest)).map(|v| v.0)
+        })
+        .unwrap_or_default()
 }
 
 /// An `rpc_result`: what a client waits for and must get again after a reconnect.

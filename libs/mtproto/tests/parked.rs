@@ -98,3 +98,52 @@ fn an_acknowledged_answer_is_not_kept() {
     drop(session);
     assert!(parked.is_empty());
 }
+
+fn ids_request(constructor: u32, ids: Vec<i64>) -> Vec<u8> {
+    let mut body = constructor.to_le_bytes().to_vec();
+    body.extend(ids.to_bytes());
+    body
+}
+
+#[test]
+fn a_resend_request_gets_the_unacknowledged_answer() {
+    let parked = Arc::new(Parked::default());
+    let (mut session, answer, msg_id) = answered(&parked, now_msg_id(2));
+    let request = ids_request(types::MsgResendReq::CONSTRUCTOR_ID, vec![msg_id]);
+    // A content-related message: odd seq_no.
+    let actions = session.receive(from_client(now_msg_id(3), 3, request));
+    assert!(
+        actions.send.iter().any(|o| o.body == answer),
+        "{:?}",
+        actions
+            .send
+            .iter()
+            .map(|o| oxigram_tl::constructor_id(&o.body))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_state_request_tells_received_unknown_and_too_old() {
+    let parked = Arc::new(Parked::default());
+    let (mut session, _, _) = answered(&parked, now_msg_id(2));
+    // The ping of `answered` was received; another id was not; one is far too old.
+    let too_old = (1i64 << 32) * 1000;
+    let request = ids_request(
+        types::MsgsStateReq::CONSTRUCTOR_ID,
+        vec![now_msg_id(1), now_msg_id(9), too_old],
+    );
+    let actions = session.receive(from_client(now_msg_id(3), 3, request));
+    let info = actions
+        .send
+        .iter()
+        .find(|o| oxigram_tl::constructor_id(&o.body) == Some(types::MsgsStateInfo::CONSTRUCTOR_ID))
+        .map(|o| o.body.clone());
+    let Some(info) = info else {
+        panic!("no msgs_state_info");
+    };
+    let parsed = <types::MsgsStateInfo as oxigram_tl::Deserializable>::deserialize(
+        &mut oxigram_tl::Cursor::from_slice(&info[4..]),
+    );
+    assert_eq!(parsed.map(|i| i.info).ok(), Some(vec![4, 1, 2]));
+}

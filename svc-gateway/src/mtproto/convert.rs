@@ -249,7 +249,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
         message: message.text.clone(),
         media: None,
         reply_markup: None,
-        entities: None,
+        entities: super::entities::to_tl(&message.entities),
         views: None,
         forwards: None,
         replies: None,
@@ -473,4 +473,70 @@ pub fn authorization(device: &oxigram_proto::api::v1::AuthorizationInfo) -> enum
         country: String::new(),
         region: String::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxigram_errors::{Error, ErrorCode};
+
+    #[test]
+    fn oxigram_errors_take_telegram_numbers_and_names() {
+        let cases: [(Status, i32, &str); 10] = [
+            (
+                Error::new(ErrorCode::PeerIdInvalid, "x").into(),
+                400,
+                "PEER_ID_INVALID",
+            ),
+            (
+                Error::new(ErrorCode::MessageIdInvalid, "x").into(),
+                400,
+                "MESSAGE_ID_INVALID",
+            ),
+            (
+                Error::new(ErrorCode::AuthKeyUnregistered, "x").into(),
+                401,
+                "AUTH_KEY_UNREGISTERED",
+            ),
+            (
+                Error::new(ErrorCode::FloodWait(30), "x").into(),
+                420,
+                "FLOOD_WAIT_30",
+            ),
+            (
+                Error::new(ErrorCode::MessageAuthorRequired, "x").into(),
+                403,
+                "MESSAGE_AUTHOR_REQUIRED",
+            ),
+            (
+                Error::new(ErrorCode::UserIsBlocked, "x").into(),
+                400,
+                "USER_IS_BLOCKED",
+            ),
+            (
+                Error::new(ErrorCode::PhoneNumberOccupied, "x").into(),
+                400,
+                "PHONE_NUMBER_OCCUPIED",
+            ),
+            (
+                Error::new(ErrorCode::Unavailable, "x").into(),
+                500,
+                "RPC_CALL_FAIL",
+            ),
+            (
+                Status::unauthenticated("no code"),
+                401,
+                "AUTH_KEY_UNREGISTERED",
+            ),
+            (Status::internal("no code"), 500, "INTERNAL_SERVER_ERROR"),
+        ];
+        for (status, number, name) in cases {
+            let error = rpc_error(&status);
+            assert_eq!(
+                (error.code, error.message.as_str()),
+                (number, name),
+                "{status:?}"
+            );
+        }
+    }
 }

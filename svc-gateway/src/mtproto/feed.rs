@@ -60,6 +60,7 @@ async fn run(gateway: &Arc<Gateway>, header: &str, push: &Pusher) {
             return;
         }
     };
+    let _open = super::metrics::feed_opened();
     let mut known = HashSet::from([me.user_id]);
     loop {
         let event = tokio::select! {
@@ -78,6 +79,7 @@ async fn run(gateway: &Arc<Gateway>, header: &str, push: &Pusher) {
                 if push.send(outgoing).is_err() {
                     return;
                 }
+                super::metrics::pushed();
             }
             Ok(None) => {}
             // The event's users could not be read: the client catches up by getDifference.

@@ -61,3 +61,14 @@ pub async fn bind_temp(
     .rows_affected()
         == 1)
 }
+
+/// Records the device a key's client named in `initConnection` (what the authorizations list
+/// shows); a no-op when it is recorded already.
+pub async fn describe(pool: &PgPool, id: i64, device_model: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE auth_keys SET device_model = $2 WHERE id = $1 AND device_model <> $2")
+        .bind(id)
+        .bind(device_model)
+        .execute(pool)
+        .await?;
+    Ok(())
+}

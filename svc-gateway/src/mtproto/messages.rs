@@ -13,6 +13,7 @@ use oxigram_tl::{Identifiable, Serializable, enums, functions, types};
 
 use super::api::{read, request, signed_in};
 use super::convert::{self, int};
+use super::entities;
 use super::updates::{self, tl_pts};
 use crate::{Gateway, dialogs_api::DialogsApi, messages_api::MessagesApi, updates_api::UpdatesApi};
 
@@ -61,6 +62,19 @@ pub async fn answer(
     Some(answer)
 }
 
+/// A request's formatting as oxigram's (the caller is looked up only when there is any: a
+/// mention of herself names her).
+async fn formatting(
+    gateway: &Gateway,
+    header: &str,
+    tl: Option<&[enums::MessageEntity]>,
+) -> Result<Vec<ox::MessageEntity>, RpcError> {
+    match tl {
+        None | Some([]) => Ok(Vec::new()),
+        Some(tl) => entities::from_tl(Some(tl), signed_in(gateway, header).await?),
+    }
+}
+
 fn reply_to_msg_id(reply_to: Option<&enums::InputReplyTo>) -> i64 {
     match reply_to {
         Some(enums::InputReplyTo::Message(m)) => i64::from(m.reply_to_msg_id),
@@ -74,6 +88,7 @@ async fn send_message(
     query: &[u8],
 ) -> Result<Vec<u8>, RpcError> {
     let send: functions::messages::SendMessage = read(query)?;
+    let entities = formatting(gateway, header, send.entities.as_deref()).await?;
     let sent = MessagesApi(gateway.clone())
         .send_message(request(
             header,
@@ -82,6 +97,7 @@ async fn send_message(
                 random_id: send.random_id,
                 text: send.message,
                 reply_to_msg_id: reply_to_msg_id(send.reply_to.as_ref()),
+                entities,
                 silent: send.silent,
                 noforwards: send.noforwards,
                 ..Default::default()
@@ -282,7 +298,7 @@ async fn edit_message(
                 peer: Some(convert::input_peer(&edit.peer)?),
                 id: i64::from(edit.id),
                 text: edit.message.unwrap_or_default(),
-                entities: Vec::new(),
+                entities: entities::from_tl(edit.entities.as_deref(), me)?,
             },
         )?)
         .await

@@ -6,12 +6,14 @@
 
 mod api;
 mod convert;
+mod entities;
 mod feed;
 mod keys;
 mod messages;
+mod metrics;
 mod updates;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
@@ -37,6 +39,8 @@ pub struct Door {
     codes: Mutex<HashMap<String, String>>,
     /// The connections that get live updates.
     feeds: feed::Feeds,
+    /// Keys whose device model this process has recorded.
+    described: Mutex<HashSet<i64>>,
 }
 
 impl Door {
@@ -56,6 +60,29 @@ impl Door {
             cache.insert(auth_key_id, (id, header.clone()));
         }
         Ok(header)
+    }
+}
+
+impl Door {
+    /// Records the key's device model once per process (a failure is only logged: the call
+    /// goes on, and a later connection records it).
+    async fn describe(&self, call: &Call) {
+        let Some(model) = call.device_model.as_deref() else {
+            return;
+        };
+        let fresh = self
+            .described
+            .lock()
+            .map(|mut d| d.insert(call.auth_key_id))
+            .unwrap_or(false);
+        if fresh
+            && let Err(error) = keys::describe(&self.gateway.pool, call.auth_key_id, model).await
+        {
+            tracing::warn!(%error, "cannot record an MTProto key's device model");
+            if let Ok(mut described) = self.described.lock() {
+                described.remove(&call.auth_key_id);
+            }
+        }
     }
 }
 
@@ -104,7 +131,14 @@ impl Backend for Door {
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         let header = self.header_for(call.auth_key_id).await?;
+        self.describe(&call).await;
+        let started = std::time::Instant::now();
         let answer = api::answer(&self.gateway, &self.codes, &header, &call, &query).await;
+        metrics::call(
+            oxigram_tl::constructor_id(&query),
+            &answer,
+            started.elapsed(),
+        );
         // A connection gets pushes once it has made a call signed in (the feed checks that).
         if answer.is_ok() && !SIGNED_OUT_CALLS.contains(&oxigram_tl::constructor_id(&query)) {
             self.feeds.ensure(&self.gateway, &call, &header);
@@ -148,6 +182,7 @@ pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow
         acting: Mutex::default(),
         codes: Mutex::default(),
         feeds: feed::Feeds::default(),
+        described: Mutex::default(),
     });
     tokio::select! {
         served = oxigram_mtproto::server::serve(listener, door) => served.context("MTProto door"),

@@ -257,7 +257,7 @@ pub async fn pushed(
         logged.update.as_ref().and_then(|u| u.kind.as_ref()),
         Some(update::Kind::NewMessage(_))
     );
-    if is_new && known.contains(&peer) && message.entities.is_empty() {
+    if is_new && known.contains(&peer) {
         let (fwd_from, reply_to) = match convert::message(message) {
             enums::Message::Message(m) => (m.fwd_from, m.reply_to),
             _ => (None, None),
@@ -277,7 +277,7 @@ pub async fn pushed(
                 fwd_from,
                 via_bot_id: None,
                 reply_to,
-                entities: None,
+                entities: super::entities::to_tl(&message.entities),
                 ttl_period: None,
             },
         )));
