@@ -146,6 +146,12 @@ pub enum ErrorCode {
     /// (a send with the same random_id is stored at most once).
     Unavailable,
     Internal,
+    // --- faults: delivery order ---
+    /// Internal (svc-dialogs' ApplyEvents): some events came ahead of a gap in their user's
+    /// pts and were held back; the others were applied. Deliver them again shortly, after the
+    /// missing ones: nothing is wrong with them, so the outbox retries them without growing
+    /// its backoff.
+    EventsAheadOfGap,
 }
 
 impl ErrorCode {
@@ -225,6 +231,7 @@ impl ErrorCode {
             Self::FloodWait(seconds) => return format!("FLOOD_WAIT_{seconds}"),
             Self::Unavailable => "SERVICE_UNAVAILABLE",
             Self::Internal => "INTERNAL",
+            Self::EventsAheadOfGap => "EVENTS_AHEAD_OF_GAP",
         };
         s.to_owned()
     }
@@ -244,7 +251,7 @@ impl ErrorCode {
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition
             }
-            Self::Unavailable => Code::Unavailable,
+            Self::Unavailable | Self::EventsAheadOfGap => Code::Unavailable,
             Self::Internal => Code::Internal,
             _ => Code::InvalidArgument,
         }
