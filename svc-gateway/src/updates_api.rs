@@ -327,8 +327,16 @@ async fn pull(
     true
 }
 
-/// Feeds one device's stream until the client goes away, the device logs out, or shutdown.
-/// Updates come by push; while this instance cannot reach Redis the stream also pulls them
+/// Sleeps until `at`; never, without one.
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Feeds one device's stream until the client goes away, the device logs out, it sent nothing
+/// for `streams.idle_timeout_secs`, or shutdown. Updates come by push; while this instance cannot reach Redis the stream also pulls them
 /// from the log every [`PULL_WHILE_ROUTES_FAIL`], so its device keeps up during the outage.
 async fn run_stream(
     gateway: &Gateway,
@@ -383,13 +391,23 @@ async fn run_stream(
     }
     let mut pulls = tokio::time::interval(PULL_WHILE_ROUTES_FAIL);
     pulls.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let idle_timeout = Duration::from_secs(gateway.config.streams.idle_timeout_secs);
+    let idle_after =
+        || (!idle_timeout.is_zero()).then(|| tokio::time::Instant::now() + idle_timeout);
+    let mut idle_at = idle_after();
     loop {
         tokio::select! {
+            () = until(idle_at) => {
+                tracing::debug!(user_id, "an idle stream ends; its client reopens it");
+                return;
+            }
             _ = pulls.tick() => {
-                if gateway.routes_failing.load(Ordering::Relaxed)
-                    && !pull(gateway, user_id, &mut sent, out).await
-                {
-                    return;
+                if gateway.routes_failing.load(Ordering::Relaxed) {
+                    if !pull(gateway, user_id, &mut sent, out).await {
+                        return;
+                    }
+                    // Pulling for its device: not idle.
+                    idle_at = idle_after();
                 }
             }
             event = attached.rx.recv() => match event {
@@ -405,6 +423,7 @@ async fn run_stream(
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }
+                    idle_at = idle_after();
                 }
                 Some(Pushed::Transient { event, made_at_ms }) => {
                     let Some(event) = transient::on_time(event, now_ms() - made_at_ms) else {
@@ -413,6 +432,7 @@ async fn run_stream(
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }
+                    idle_at = idle_after();
                 }
                 None => {
                     if attached.lagged.load(Ordering::Relaxed) {
