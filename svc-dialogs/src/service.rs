@@ -138,7 +138,7 @@ impl Dialogs for DialogsService {
         if applied.held > 0 {
             // The outbox delivers them again, once the events before them are here.
             return Err(status(
-                ErrorCode::Unavailable,
+                ErrorCode::EventsAheadOfGap,
                 "events ahead of a gap in their user's pts wait for the missing ones",
             ));
         }

@@ -56,16 +56,35 @@ pub struct Attached {
     pub lagged: Arc<AtomicBool>,
 }
 
-#[derive(Default)]
+/// Shards of the hub's table, each behind its own lock: attaching, detaching and pushing touch
+/// only the shard of their user, so a reconnect storm's attaches and a push batch's offers
+/// seldom wait on each other.
+const SHARDS: usize = 64;
+
+type Shard = Mutex<HashMap<i64, Vec<Device>>>;
+
 pub struct Hub {
-    devices: Mutex<HashMap<i64, Vec<Device>>>,
+    shards: Box<[Shard]>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+        }
+    }
 }
 
 impl Hub {
+    /// The shard holding a user's streams.
+    fn shard(&self, user_id: i64) -> &Shard {
+        &self.shards[user_id.rem_euclid(SHARDS as i64) as usize]
+    }
+
     pub fn attach(&self, user_id: i64, auth_key_id: i64, epoch: u64) -> Attached {
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         let lagged = Arc::new(AtomicBool::new(false));
-        if let Ok(mut devices) = self.devices.lock() {
+        if let Ok(mut devices) = self.shard(user_id).lock() {
             devices.entry(user_id).or_default().push(Device {
                 auth_key_id,
                 epoch,
@@ -78,7 +97,7 @@ impl Hub {
 
     /// Removes one stream; true when the user has no stream left here.
     pub fn detach(&self, user_id: i64, auth_key_id: i64, epoch: u64) -> bool {
-        let Ok(mut devices) = self.devices.lock() else {
+        let Ok(mut devices) = self.shard(user_id).lock() else {
             return false;
         };
         let Some(list) = devices.get_mut(&user_id) else {
@@ -114,7 +133,7 @@ impl Hub {
             Some(transient_event::Kind::User(u)) => stream_event::Kind::User(u.clone()),
             None => return 0,
         };
-        let Ok(devices) = self.devices.lock() else {
+        let Ok(devices) = self.shard(event.user_id).lock() else {
             return 0;
         };
         let Some(list) = devices.get(&event.user_id) else {
@@ -134,27 +153,33 @@ impl Hub {
             .count()
     }
 
-    /// Ends every stream of a device (it logged out).
+    /// Ends every stream of a device (it logged out). Rare: it visits every shard, one at a
+    /// time.
     pub fn disconnect_device(&self, auth_key_id: i64) {
-        if let Ok(mut devices) = self.devices.lock() {
-            for list in devices.values_mut() {
-                list.retain(|d| d.auth_key_id != auth_key_id);
+        for shard in &self.shards {
+            if let Ok(mut devices) = shard.lock() {
+                for list in devices.values_mut() {
+                    list.retain(|d| d.auth_key_id != auth_key_id);
+                }
+                devices.retain(|_, list| !list.is_empty());
             }
-            devices.retain(|_, list| !list.is_empty());
         }
     }
 
-    /// Every attached stream as (user, auth key, epoch), for refreshing routes.
+    /// Every attached stream as (user, auth key, epoch), for refreshing routes; each shard's
+    /// lock is held only while copying that shard.
     pub fn attached(&self) -> Vec<(i64, i64, u64)> {
-        self.devices
-            .lock()
-            .map(|devices| {
-                devices
-                    .iter()
-                    .flat_map(|(user, list)| list.iter().map(|d| (*user, d.auth_key_id, d.epoch)))
-                    .collect()
-            })
-            .unwrap_or_default()
+        let mut attached = Vec::new();
+        for shard in &self.shards {
+            if let Ok(devices) = shard.lock() {
+                attached.extend(
+                    devices.iter().flat_map(|(user, list)| {
+                        list.iter().map(|d| (*user, d.auth_key_id, d.epoch))
+                    }),
+                );
+            }
+        }
+        attached
     }
 
     /// Offers a job to its user's streams here, except the device that made it; returns how
@@ -167,7 +192,7 @@ impl Hub {
         let event = StreamEvent {
             kind: Some(stream_event::Kind::Update(update)),
         };
-        let Ok(mut devices) = self.devices.lock() else {
+        let Ok(mut devices) = self.shard(job.user_id).lock() else {
             return 0;
         };
         let Some(list) = devices.get_mut(&job.user_id) else {
@@ -227,5 +252,66 @@ impl GatewayPush for PushApi {
         Ok(Response::new(PushResponse {
             delivered: delivered as i32,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use oxigram_proto::types::v1::PtsUpdate;
+
+    use super::*;
+
+    fn job(user_id: i64, origin_auth_key_id: i64) -> PushJob {
+        PushJob {
+            user_id,
+            origin_auth_key_id,
+            update: Some(PtsUpdate {
+                pts: 1,
+                pts_count: 1,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn streams_of_users_in_every_shard_are_found_pushed_and_detached() {
+        let hub = Hub::default();
+        // Users spread over every shard, two devices each; negative ids too.
+        let users: Vec<i64> = (-(SHARDS as i64)..SHARDS as i64 * 2).collect();
+        let mut attached: Vec<Attached> = Vec::new();
+        for user in &users {
+            attached.push(hub.attach(*user, user * 10, 1));
+            attached.push(hub.attach(*user, user * 10 + 1, 1));
+        }
+        assert_eq!(hub.attached().len(), users.len() * 2);
+        // A push reaches the user's other device only, whatever her shard.
+        for user in &users {
+            assert_eq!(hub.push(&job(*user, user * 10)), 1, "user {user}");
+        }
+        // Detaching the first device leaves the second; the last one empties the user.
+        for user in &users {
+            assert!(!hub.detach(*user, user * 10, 1));
+            assert!(hub.detach(*user, user * 10 + 1, 1));
+        }
+        assert!(hub.attached().is_empty());
+        // Each user's second device got exactly her push.
+        let got = attached
+            .iter_mut()
+            .map(|a| matches!(a.rx.try_recv(), Ok(Pushed::Logged(_))))
+            .filter(|got| *got)
+            .count();
+        assert_eq!(got, users.len());
+    }
+
+    #[test]
+    fn a_logged_out_device_leaves_every_shard() {
+        let hub = Hub::default();
+        let _streams: Vec<Attached> = (0..SHARDS as i64 * 2)
+            .map(|user| hub.attach(user, 7, user as u64))
+            .collect();
+        hub.attach(5, 8, 1);
+        hub.disconnect_device(7);
+        assert_eq!(hub.attached(), vec![(5, 8, 1)]);
     }
 }

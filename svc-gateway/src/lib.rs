@@ -95,6 +95,9 @@ pub struct Gateway {
     /// Set when a stream's route could not be written: the route keeper registers every
     /// stream again as soon as Redis answers.
     routes_dirty: AtomicBool,
+    /// Set while the route keeper cannot reach Redis: pushes may not find this instance's
+    /// streams, so each stream pulls its user's log itself (`updates_api::run_stream`).
+    routes_failing: AtomicBool,
     code_sender: Box<dyn auth::CodeSender>,
     shutdown: CancellationToken,
 }
@@ -160,6 +163,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         profile_pushes: profile_push::ProfilePushes::default(),
         push_endpoint,
         routes_dirty: AtomicBool::new(false),
+        routes_failing: AtomicBool::new(false),
         code_sender: Box::new(auth::LogCodeSender),
         caches: cache::Caches::default(),
         shutdown: shutdown.clone(),
@@ -270,12 +274,12 @@ async fn keep_routes(gateway: &Gateway, shutdown: &CancellationToken) {
                     );
                 }
                 Ok(Err(err)) => {
-                    note_failure(&mut failing, &err.to_string());
+                    note_failure(gateway, &mut failing, &err.to_string());
                     must_register = true;
                     continue;
                 }
                 Err(_) => {
-                    note_failure(&mut failing, "timed out");
+                    note_failure(gateway, &mut failing, "timed out");
                     must_register = true;
                     continue;
                 }
@@ -308,21 +312,24 @@ async fn keep_routes(gateway: &Gateway, shutdown: &CancellationToken) {
                     );
                 }
                 failing = false;
+                gateway.routes_failing.store(false, Ordering::Relaxed);
                 must_register = false;
             }
-            Ok(Err(err)) => note_failure(&mut failing, &err.to_string()),
-            Err(_) => note_failure(&mut failing, "timed out"),
+            Ok(Err(err)) => note_failure(gateway, &mut failing, &err.to_string()),
+            Err(_) => note_failure(gateway, &mut failing, "timed out"),
         }
     }
 }
 
-/// Logs the first of a run of failed route-keeper calls (the next ones say nothing new).
-fn note_failure(failing: &mut bool, error: &str) {
+/// Logs the first of a run of failed route-keeper calls (the next ones say nothing new), and
+/// has the streams pull their logs until the routes are registered again.
+fn note_failure(gateway: &Gateway, failing: &mut bool, error: &str) {
     if !*failing {
         tracing::warn!(
             error,
-            "cannot reach Redis; pushes wait until the routes are registered again"
+            "cannot reach Redis; streams pull their updates until the routes are registered again"
         );
     }
     *failing = true;
+    gateway.routes_failing.store(true, Ordering::Relaxed);
 }

@@ -5,7 +5,7 @@ use std::{
     collections::HashSet,
     pin::Pin,
     sync::{Arc, atomic::Ordering},
-    time::{SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
 use futures::Stream;
@@ -240,7 +240,104 @@ fn difference_needed() -> StreamEvent {
     }
 }
 
-/// Feeds one device's stream until the client goes away, the device logs out, or shutdown.
+/// How often a stream pulls its user's log while this instance cannot reach Redis (its routes
+/// may be missing, so dispatch's pushes may not find it); the client's own gap rule would
+/// otherwise notice only at its next update.
+const PULL_WHILE_ROUTES_FAIL: Duration = Duration::from_secs(1);
+
+/// What a stream has sent of its user's log: every update with `floor < pts <= through` went
+/// out on it, so a push of one of them again (dispatch delivering what a pull already sent)
+/// is left out.
+#[derive(Clone, Copy)]
+struct Sent {
+    floor: i32,
+    through: i32,
+}
+
+impl Sent {
+    fn already(&self, pts: i32) -> bool {
+        pts > self.floor && pts <= self.through
+    }
+
+    /// A pushed update went out: it extends the range when it continues it.
+    fn pushed(&mut self, pts: i32, pts_count: i32) {
+        if pts - pts_count == self.through {
+            self.through = pts;
+        }
+    }
+}
+
+/// One pull of the log after `sent` (or, knowing nothing yet, from the user's current state):
+/// sends what it finds; false when the client went away.
+async fn pull(
+    gateway: &Gateway,
+    user_id: i64,
+    sent: &mut Option<Sent>,
+    out: &mpsc::Sender<Result<StreamEvent, Status>>,
+) -> bool {
+    let Some(from) = *sent else {
+        // A stream opened live (pts 0) has sent nothing it can vouch for: the pulls start at
+        // the log's current end, what came before is the client's to fetch.
+        let state = gateway
+            .updates
+            .clone()
+            .get_state(updates_svc::GetStateRequest { user_id })
+            .await;
+        if let Ok(state) = state {
+            let pts = state.into_inner().pts;
+            *sent = Some(Sent {
+                floor: pts,
+                through: pts,
+            });
+        }
+        return true;
+    };
+    let request = GetDifferenceRequest {
+        pts: from.through,
+        limit: STREAM_REPLAY_LIMIT,
+    };
+    let diff = match gateway.difference(user_id, request).await {
+        Ok(diff) => diff,
+        Err(status) => {
+            tracing::debug!(%status, "a stream's pull failed; it pulls again at its next tick");
+            return true;
+        }
+    };
+    if diff.too_long {
+        *sent = None;
+        return out.send(Ok(difference_needed())).await.is_ok();
+    }
+    for u in diff.updates {
+        if u.pts <= from.through {
+            continue;
+        }
+        let event = StreamEvent {
+            kind: Some(stream_event::Kind::Update(u)),
+        };
+        if out.send(Ok(event)).await.is_err() {
+            return false;
+        }
+    }
+    if let Some(state) = diff.state {
+        *sent = Some(Sent {
+            floor: from.floor,
+            through: state.pts.max(from.through),
+        });
+    }
+    true
+}
+
+/// Sleeps until `at`; never, without one.
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Feeds one device's stream until the client goes away, the device logs out, it sent nothing
+/// for `streams.idle_timeout_secs`, or shutdown. Updates come by push; while this instance cannot reach Redis the stream also pulls them
+/// from the log every [`PULL_WHILE_ROUTES_FAIL`], so its device keeps up during the outage.
 async fn run_stream(
     gateway: &Gateway,
     user_id: i64,
@@ -250,6 +347,7 @@ async fn run_stream(
 ) {
     // Live updates up to here were already sent by the replay.
     let mut replayed_up_to = 0;
+    let mut sent: Option<Sent> = None;
     if from_pts > 0 {
         let replay = GetDifferenceRequest {
             pts: from_pts,
@@ -263,6 +361,11 @@ async fn run_stream(
             }
             Ok(diff) => {
                 replayed_up_to = diff.state.map_or(from_pts, |s| s.pts);
+                // The client had everything up to its pts, and the replay sent the rest.
+                sent = Some(Sent {
+                    floor: 0,
+                    through: replayed_up_to,
+                });
                 for u in diff.updates {
                     let event = StreamEvent {
                         kind: Some(stream_event::Kind::Update(u)),
@@ -286,18 +389,41 @@ async fn run_stream(
             }
         }
     }
+    let mut pulls = tokio::time::interval(PULL_WHILE_ROUTES_FAIL);
+    pulls.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let idle_timeout = Duration::from_secs(gateway.config.streams.idle_timeout_secs);
+    let idle_after =
+        || (!idle_timeout.is_zero()).then(|| tokio::time::Instant::now() + idle_timeout);
+    let mut idle_at = idle_after();
     loop {
         tokio::select! {
+            () = until(idle_at) => {
+                tracing::debug!(user_id, "an idle stream ends; its client reopens it");
+                return;
+            }
+            _ = pulls.tick() => {
+                if gateway.routes_failing.load(Ordering::Relaxed) {
+                    if !pull(gateway, user_id, &mut sent, out).await {
+                        return;
+                    }
+                    // Pulling for its device: not idle.
+                    idle_at = idle_after();
+                }
+            }
             event = attached.rx.recv() => match event {
                 Some(Pushed::Logged(event)) => {
-                    if let Some(stream_event::Kind::Update(u)) = &event.kind
-                        && u.pts <= replayed_up_to
-                    {
-                        continue;
+                    if let Some(stream_event::Kind::Update(u)) = &event.kind {
+                        if u.pts <= replayed_up_to || sent.is_some_and(|s| s.already(u.pts)) {
+                            continue;
+                        }
+                        if let Some(s) = sent.as_mut() {
+                            s.pushed(u.pts, u.pts_count);
+                        }
                     }
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }
+                    idle_at = idle_after();
                 }
                 Some(Pushed::Transient { event, made_at_ms }) => {
                     let Some(event) = transient::on_time(event, now_ms() - made_at_ms) else {
@@ -306,6 +432,7 @@ async fn run_stream(
                     if out.send(Ok(event)).await.is_err() {
                         return;
                     }
+                    idle_at = idle_after();
                 }
                 None => {
                     if attached.lagged.load(Ordering::Relaxed) {

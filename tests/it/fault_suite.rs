@@ -10,7 +10,8 @@
 //! getDifference), every device applied its log contiguously up to the server's pts, the
 //! unread counts equal the messages received (nobody reads), and every device held all of it
 //! within 5 s of the recovery; while Redis hangs, sends go on at no less than half their rate
-//! before. Each fault prints one line of figures (`--no-capture` shows them).
+//! before, and the streamed devices keep up (their streams pull the log while pushes cannot
+//! find them). Each fault prints one line of figures (`--no-capture` shows them).
 
 use std::{
     collections::HashMap,
@@ -49,6 +50,9 @@ const CONVERGE_WITHIN: Duration = Duration::from_secs(5);
 /// How long a device is waited for before the suite gives up on it (past the promise, to
 /// measure how late it is).
 const GIVE_UP_AFTER: Duration = Duration::from_secs(30);
+/// While Redis is away, a streamed device holds every send acknowledged this long ago: its
+/// stream pulls the log every second instead of waiting for pushes.
+const PULLED_WITHIN: Duration = Duration::from_secs(3);
 /// A send that keeps failing this long fails the suite.
 const RETRY_FOR: Duration = Duration::from_secs(60);
 /// Each call's deadline: a hung call is abandoned and retried.
@@ -406,6 +410,9 @@ struct Suite {
     stop: CancellationToken,
     /// What the suite found wrong, fault by fault.
     problems: Vec<String>,
+    /// Just before Redis answers again: of the sends acknowledged [`PULLED_WITHIN`] before,
+    /// how many the streamed devices lack, and how many there are.
+    during_outage: Option<(usize, usize)>,
 }
 
 impl Suite {
@@ -439,12 +446,13 @@ impl Suite {
             acked: Vec::new(),
             stop,
             problems: Vec::new(),
+            during_outage: None,
         })
     }
 
     /// Lets the fault happen and the system recover from it; returns when it recovered: the
     /// service SERVING again, or the server accepting connections again.
-    async fn inflict(&mut self, fault: Fault) -> anyhow::Result<Instant> {
+    async fn inflict(&mut self, fault: Fault, load: &Load) -> anyhow::Result<Instant> {
         match fault {
             Fault::Kill(target) => {
                 self.system.stop_service(target).await?;
@@ -456,6 +464,26 @@ impl Suite {
             Fault::RedisHang => {
                 self.proxy.hang();
                 tokio::time::sleep(HANG).await;
+                // Pushes cannot find the devices while Redis hangs: their streams pull.
+                let cutoff = Instant::now() - PULLED_WITHIN;
+                let mut expected: Vec<String> =
+                    self.acked.iter().map(|(_, text)| text.clone()).collect();
+                expected.extend(
+                    lock(&load.acked)
+                        .iter()
+                        .filter(|(_, _, at)| *at < cutoff)
+                        .map(|(_, text, _)| text.clone()),
+                );
+                let streamed = self
+                    .devices
+                    .iter()
+                    .filter(|d| matches!(d.follow, Follow::Streamed { .. }));
+                let mut missing = 0;
+                for device in streamed {
+                    let texts = device.look(|l| l.texts(self.ids[1 - device.user]));
+                    missing += expected.iter().filter(|t| !texts.contains_key(*t)).count();
+                }
+                self.during_outage = Some((missing, expected.len()));
                 self.proxy.resume();
             }
             Fault::RedisFlush => {
@@ -477,7 +505,7 @@ impl Suite {
         let steady_from = Instant::now() + Duration::from_millis(500);
         tokio::time::sleep(STEADY + Duration::from_millis(500)).await;
         let fault_at = Instant::now();
-        let recovered_at = self.inflict(fault).await?;
+        let recovered_at = self.inflict(fault, &load).await?;
         tokio::time::sleep(AFTER).await;
         let before = load.rate_between(steady_from, fault_at);
         // A fault that is over at once (FLUSHALL) is measured over the second after it.
@@ -515,6 +543,20 @@ impl Suite {
             100.0 * during / before.max(f64::MIN_POSITIVE),
             failures.len(),
         );
+        if let Some((missing, of)) = self.during_outage.take() {
+            eprintln!(
+                "fault suite: {}: just before Redis answered again, the streamed devices lacked \
+                 {missing} of the {of} sends acknowledged {PULLED_WITHIN:?} before (each \
+                 device counted)",
+                fault.name()
+            );
+            if missing > 0 {
+                problems.push(format!(
+                    "the streamed devices lacked {missing} sends while Redis was down: their \
+                     streams did not pull"
+                ));
+            }
+        }
         if lost > 0 || duplicated > 0 {
             problems.push(format!("lost {lost}, duplicated {duplicated}"));
         }

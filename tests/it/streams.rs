@@ -1,5 +1,6 @@
 //! Update streams: a resumed stream replays what the device missed, then says so with one
-//! `caught_up` marker, then carries live updates.
+//! `caught_up` marker, then carries live updates; a stream idle past its timeout ends and its
+//! client reopens it.
 
 use std::time::Duration;
 
@@ -40,5 +41,63 @@ async fn a_resumed_stream_marks_the_end_of_its_replay() -> anyhow::Result<()> {
     alice.send(bob_id, 4, "live").await?;
     let live = oxigram_tests::client::next_update(&mut stream).await?;
     assert_eq!(live.pts, 4);
+    Ok(())
+}
+
+/// A stream that sent nothing for `streams.idle_timeout_secs` ends cleanly; one that carries
+/// updates does not; the client library reopens an ended one from its pts and misses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_stream_ends_and_its_client_reopens_it() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    config.streams.idle_timeout_secs = 1;
+    let system = System::start_with(config, ground, Mode::OneProcess).await?;
+    let [alice, bob] = system
+        .users([("15559211", "Alice"), ("15559212", "Bob")])
+        .await?;
+    let bob_id = bob.user_id()?;
+
+    // Kept busy (an update every 400 ms), a stream outlives the timeout...
+    let mut busy = bob.stream(0).await?;
+    let opened = std::time::Instant::now();
+    for random_id in 1..=5 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        alice.send(bob_id, random_id, "keep busy").await?;
+        oxigram_tests::client::next_update(&mut busy).await?;
+    }
+    assert!(opened.elapsed() > Duration::from_secs(2));
+    // ...then, idle, it ends: a clean end of stream, about a second after its last event.
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match busy.message().await {
+                Ok(Some(event)) if is_transient(&event) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .context("the idle stream did not end")?;
+    assert!(matches!(ended, Ok(None)), "a clean end, not {ended:?}");
+
+    // The client library's stream reopens from its pts and gets what was sent meanwhile.
+    let state = bob.get_state().await?.into();
+    let mut updates = oxigram_client::UpdateStream::open(
+        (*bob).clone(),
+        state,
+        oxigram_client::StreamOptions::default(),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    alice.send(bob_id, 6, "after the idle end").await?;
+    let got = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let oxigram_client::Event::Update(applied) = updates.next().await {
+                return applied.update;
+            }
+        }
+    })
+    .await
+    .context("nothing after the reopening")?;
+    assert_eq!(got.pts, state.pts + 1, "the next update, none missed");
+    assert!(updates.stats().reconnects >= 1, "the stream was reopened");
     Ok(())
 }

@@ -398,6 +398,11 @@ async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
         .await;
     let refused = ahead.err().context("an event ahead of a gap is refused")?;
     assert_eq!(refused.code(), tonic::Code::Unavailable);
+    assert_eq!(
+        oxigram_errors::code_of(&refused).as_deref(),
+        Some("EVENTS_AHEAD_OF_GAP"),
+        "held back, to be delivered again without a growing backoff"
+    );
     assert_eq!(unread(&mut dialogs).await?, None);
     // Both, out of order and with a repeat: applied in pts order, once each.
     let applied = dialogs

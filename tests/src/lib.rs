@@ -524,6 +524,10 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             c.limits.stream_opens_per_device.to_string(),
         ),
         (
+            "OXIGRAM_STREAMS__IDLE_TIMEOUT_SECS".into(),
+            c.streams.idle_timeout_secs.to_string(),
+        ),
+        (
             "OXIGRAM_UPDATES__RETAIN_PER_USER".into(),
             c.updates.retain_per_user.to_string(),
         ),

@@ -165,6 +165,12 @@ pub enum ErrorCode {
     /// Instant upload: no content with this hash and size that the caller may see (the same
     /// answer whether the server holds someone else's or nothing).
     FileHashUnknown,
+    // --- faults: delivery order ---
+    /// Internal (svc-dialogs' ApplyEvents): some events came ahead of a gap in their user's
+    /// pts and were held back; the others were applied. Deliver them again shortly, after the
+    /// missing ones: nothing is wrong with them, so the outbox retries them without growing
+    /// its backoff.
+    EventsAheadOfGap,
 }
 
 impl ErrorCode {
@@ -251,6 +257,7 @@ impl ErrorCode {
             Self::FileReferenceExpired => "FILE_REFERENCE_EXPIRED",
             Self::FileReferenceInvalid => "FILE_REFERENCE_INVALID",
             Self::FileHashUnknown => "FILE_HASH_UNKNOWN",
+            Self::EventsAheadOfGap => "EVENTS_AHEAD_OF_GAP",
         };
         s.to_owned()
     }
@@ -270,7 +277,7 @@ impl ErrorCode {
             Self::PhoneNumberUnoccupied | Self::FilePartMissing | Self::MessageNotReadYet => {
                 Code::FailedPrecondition
             }
-            Self::Unavailable => Code::Unavailable,
+            Self::Unavailable | Self::EventsAheadOfGap => Code::Unavailable,
             Self::Internal => Code::Internal,
             _ => Code::InvalidArgument,
         }

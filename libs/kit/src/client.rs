@@ -68,12 +68,15 @@ pub async fn wait_serving(
 }
 
 /// How an outbox delivery reads a call's failure: the destination refusing its events as
-/// malformed is permanent; anything else (down, overloaded, timed out, failing inside) is a
-/// reason to try again later.
+/// malformed is permanent; events it holds back until earlier ones arrive
+/// (`EVENTS_AHEAD_OF_GAP`) are soon due again; anything else (down, overloaded, timed out,
+/// failing inside) is a reason to try again later.
 pub fn refused(status: tonic::Status) -> Refused {
     let detail = status.to_string();
     if status.code() == tonic::Code::InvalidArgument {
         Refused::permanent(detail)
+    } else if oxigram_errors::code_of(&status).as_deref() == Some("EVENTS_AHEAD_OF_GAP") {
+        Refused::waiting(detail)
     } else {
         Refused::transient(detail)
     }

@@ -167,6 +167,23 @@ impl Default for AdmissionConfig {
     }
 }
 
+/// The gateway's update streams.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamsConfig {
+    /// A stream that sent nothing for this long ends (0: never); its client reopens it from
+    /// its pts, which registers its route afresh. Bounds what a forgotten stream holds.
+    pub idle_timeout_secs: u64,
+}
+
+impl Default for StreamsConfig {
+    fn default() -> Self {
+        Self {
+            idle_timeout_secs: 900,
+        }
+    }
+}
+
 /// Gateway-only settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -402,6 +419,7 @@ pub struct Config {
     pub gateway: GatewayConfig,
     pub limits: LimitsConfig,
     pub admission: AdmissionConfig,
+    pub streams: StreamsConfig,
     pub messages: MessagesConfig,
     pub updates: UpdatesConfig,
     pub media: MediaConfig,
@@ -425,6 +443,7 @@ impl Default for Config {
             gateway: GatewayConfig::default(),
             limits: LimitsConfig::default(),
             admission: AdmissionConfig::default(),
+            streams: StreamsConfig::default(),
             messages: MessagesConfig::default(),
             updates: UpdatesConfig::default(),
             media: MediaConfig::default(),

@@ -66,6 +66,10 @@ pub struct Refused {
     /// failed for an operator. Anything else (the destination is down, slow or overloaded)
     /// is retried without limit.
     pub permanent: bool,
+    /// The destination took what it could and holds these back until events written before
+    /// them arrive ([`Refused::waiting`]): they are due again after `backoff_base`, without
+    /// the backoff growing.
+    pub waiting: bool,
 }
 
 impl Refused {
@@ -74,6 +78,7 @@ impl Refused {
         Self {
             detail: detail.into(),
             permanent: false,
+            waiting: false,
         }
     }
 
@@ -82,6 +87,19 @@ impl Refused {
         Self {
             detail: detail.into(),
             permanent: true,
+            waiting: false,
+        }
+    }
+
+    /// Events the destination holds back until the ones before them arrive (a projection
+    /// applied in order). The missing ones are usually rows backed off while the destination
+    /// was down: growing these rows' backoff on every round that meets the gap would leave
+    /// them waiting long after it filled, so they come due again after the base delay.
+    pub fn waiting(detail: impl Into<String>) -> Self {
+        Self {
+            detail: detail.into(),
+            permanent: false,
+            waiting: true,
         }
     }
 }
@@ -90,6 +108,8 @@ impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = if self.permanent {
             "permanent"
+        } else if self.waiting {
+            "waiting"
         } else {
             "transient"
         };
@@ -295,8 +315,9 @@ impl<D: Destination> Relay<D> {
         }
     }
 
-    /// Backs off rows whose delivery failed (capped exponential backoff with jitter); a row
-    /// refused permanently is kept as failed once out of attempts (primary key of outbox).
+    /// Backs off rows whose delivery failed (capped exponential backoff with jitter; the base
+    /// delay alone for rows waiting on earlier ones); a row refused permanently is kept as
+    /// failed once out of attempts (primary key of outbox).
     async fn retry_later(&self, ids: &[i64], refused: Refused) -> Result<(), sqlx::Error> {
         let (retried, failed): (i64, i64) = sqlx::query_as(include_str!("../sql/retry_later.sql"))
             .bind(ids)
@@ -305,6 +326,7 @@ impl<D: Destination> Relay<D> {
             .bind(self.config.backoff_max.as_millis() as f64)
             .bind(refused.detail)
             .bind(refused.permanent)
+            .bind(refused.waiting)
             .fetch_one(&self.pool)
             .await?;
         metrics::failed(self.schema, D::NAME, failed as u64);

@@ -52,6 +52,7 @@ enum Answer {
     Take,
     Transient,
     Permanent,
+    Waiting,
 }
 
 /// One delivered event: its id and payload.
@@ -92,6 +93,7 @@ impl Destination for DestinationA {
             Answer::Take => Ok(()),
             Answer::Transient => Err(Refused::transient("a is down")),
             Answer::Permanent => Err(Refused::permanent("a cannot read it")),
+            Answer::Waiting => Err(Refused::waiting("a waits for earlier events")),
         }
     }
 }
@@ -297,6 +299,40 @@ async fn a_lease_is_renewed_while_delivering_and_runs_out_when_the_relay_stops()
         "due again one lease after the stop"
     );
     assert!(rows(&db).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn rows_waiting_on_earlier_ones_come_back_after_the_base_delay() -> anyhow::Result<()> {
+    // Base 100 ms, cap a minute; after four refusals in a row a transient row waits
+    // 100 ms * 2^3 (give or take a fifth), a waiting one the base alone, and neither fails.
+    // (answer) -> (least, most) delay in ms
+    let cases = [
+        (Answer::Transient, (600, 1_000)),
+        (Answer::Waiting, (70, 130)),
+    ];
+    for (answer, (least, most)) in cases {
+        let config = RelayConfig::from_millis(100, 60_000, 100, 2, 100, 60_000, 0);
+        let (db, outbox) = outbox(config).await?;
+        enqueue(&db, &outbox, &[row(TO_A, Uuid::new_v4(), b"p")]).await?;
+        let relay = outbox.relay(DestinationA::new(answer));
+        for _ in 0..4 {
+            sqlx::query("UPDATE outbox SET available_at = now()")
+                .execute(&db.pool)
+                .await?;
+            assert_eq!(relay.round().await?, 1);
+        }
+        let (status, delay_ms): (i16, f64) = sqlx::query_as(
+            "SELECT status, (extract(epoch FROM available_at - now()) * 1000)::float8 FROM outbox",
+        )
+        .fetch_one(&db.pool)
+        .await?;
+        assert_eq!(status, 0, "retried, never failed");
+        assert!(
+            (least as f64..=most as f64).contains(&delay_ms),
+            "due again in {delay_ms:.0} ms, not {least}..{most}"
+        );
+    }
     Ok(())
 }
 

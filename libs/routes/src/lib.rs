@@ -16,7 +16,8 @@
 //!   has rebuilt its part of the table since it was lost, so a user without routes is not known
 //!   to be offline: [`Lookup::complete`] is false and dispatch keeps the job for its retry.
 //!
-//! When Redis is down, lookups fail and pushes wait for the relay's retry; sending goes on.
+//! When Redis is down, lookups fail and pushes wait for the relay's retry; sending goes on, and
+//! the gateways' streams pull their users' logs meanwhile.
 //! No call waits on Redis longer than its budget, and a Redis that keeps failing is not
 //! called at all until it answers a probe ([`RedisHandle`]).
 
