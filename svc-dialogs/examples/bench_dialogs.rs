@@ -262,19 +262,19 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     // The plans of a page in the middle of the main list, and of its count.
     let mid = 1_700_000_000 + 500_000i64;
     let explain = |sql: &str| format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {sql}");
-    let page_plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(include_str!(
-        "../sql/page.sql"
-    ))))
-    .bind(OWNER)
-    .bind(0i32)
-    .bind(0i32)
-    .bind(mid)
-    .bind(i64::MAX)
-    .bind(i64::MAX)
-    .bind(i64::from(PAGE))
-    .bind(false)
-    .fetch_all(&db.pool)
-    .await?;
+    let page_plan: Vec<String> =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(explain(svc_dialogs::store::PAGE_SQL)))
+            .bind(OWNER)
+            .bind(0i32)
+            .bind(0i32)
+            .bind(mid)
+            .bind(i64::MAX)
+            .bind(i64::MAX)
+            .bind(i64::from(PAGE))
+            .bind(false)
+            .bind(false)
+            .fetch_all(&db.pool)
+            .await?;
     let count_plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(explain(include_str!(
         "../sql/folder_count.sql"
     ))))
@@ -282,9 +282,51 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     .bind(0i32)
     .fetch_all(&db.pool)
     .await?;
+    // A middle page of filter 1 (unread only), and the first page of filter 4 (contacts only,
+    // no muted) with its count.
+    let filter_plan = |i: i32, after: i64, counted: bool| {
+        let f = filter(i, dialogs);
+        let ids = |peers: &[Peer]| -> Vec<i64> { peers.iter().filter_map(Peer::user_id).collect() };
+        let contacts: Vec<i64> = if svc_dialogs::filters::needs_contacts(&f) {
+            (0..CONTACTS).map(|k| 1001 + 5 * k).collect()
+        } else {
+            Vec::new()
+        };
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(explain(
+                svc_dialogs::filters::page_sql(),
+            )))
+            .bind(OWNER)
+            .bind(after)
+            .bind(i64::MAX)
+            .bind(i64::MAX)
+            .bind(i64::from(PAGE))
+            .bind(ids(&f.pinned_peers))
+            .bind(ids(&f.exclude_peers))
+            .bind(ids(&f.include_peers))
+            .bind(f.contacts)
+            .bind(f.non_contacts)
+            .bind(contacts)
+            .bind(f.exclude_muted)
+            .bind(f.exclude_read)
+            .bind(f.exclude_archived)
+            .bind(chrono::Utc::now().timestamp())
+            .bind(counted)
+            .fetch_all(&pool)
+            .await
+        }
+    };
+    let unread_plan = filter_plan(1, mid, false).await?;
+    let contacts_plan = filter_plan(4, i64::MAX, true).await?;
     for (name, plan) in [
         ("main list, a middle page", page_plan),
         ("main list, its count", count_plan),
+        ("filter 1 (unread only), a middle page", unread_plan),
+        (
+            "filter 4 (contacts only, no muted), its first page and count",
+            contacts_plan,
+        ),
     ] {
         println!("\n{name}:");
         for line in plan {

@@ -2,7 +2,7 @@
 //! the page of dialogs a filter holds: its pinned peers first, in their order, then the other
 //! dialogs it takes, newest first, by the same seek key as a folder's.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::LazyLock};
 
 use oxigram_errors::{ErrorCode, check_text, status};
 use oxigram_proto::types::v1::{Dialog, DialogFilter, Peer};
@@ -10,7 +10,7 @@ use prost::Message as _;
 use sqlx::PgPool;
 use tonic::Status;
 
-use crate::store::{self, DialogRow};
+use crate::store::{self, CountedRow, DialogRow};
 
 /// Most dialog filters a user has.
 pub const MAX_DIALOG_FILTERS: usize = 30;
@@ -130,6 +130,25 @@ pub async fn filters(pool: &PgPool, owner: i64) -> Result<Vec<DialogFilter>, sql
         .collect()
 }
 
+/// `owner`'s dialog filter `id`, if she has it (primary key of dialog_filters).
+pub async fn filter(
+    pool: &PgPool,
+    owner: i64,
+    id: i32,
+) -> Result<Option<DialogFilter>, sqlx::Error> {
+    let row: Option<Vec<u8>> = sqlx::query_scalar(
+        "SELECT filter FROM dialog_filters WHERE owner_id = $1 AND filter_id = $2",
+    )
+    .bind(owner)
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    row.map(|bytes| {
+        DialogFilter::decode(bytes.as_slice()).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+    })
+    .transpose()
+}
+
 /// A dialog's place in the newest-first order: (top message date, top message id, peer).
 fn key(d: &Dialog) -> (i64, i64, i64) {
     (d.top_message_date, d.top_message_id, d.peer_user())
@@ -145,9 +164,66 @@ pub enum Offset {
     After(i64, i64, i64),
 }
 
+/// What a filter's rules take of a dialog (sql/filter_rules.sql, sql/filter_exclusions.sql).
+macro_rules! rules {
+    () => {
+        concat!(
+            include_str!("../sql/filter_rules.sql"),
+            include_str!("../sql/filter_exclusions.sql"),
+            ")"
+        )
+    };
+}
+
+/// A filter's count besides its pinned peers, when $16 asks for it (sql/filter_count.sql with
+/// its parts in place).
+static COUNT: LazyLock<String> = LazyLock::new(|| {
+    let contacts = concat!(
+        include_str!("../sql/filter_count_contacts.sql"),
+        include_str!("../sql/filter_exclusions.sql"),
+    );
+    let peers = concat!(
+        include_str!("../sql/filter_count_peers.sql"),
+        rules!(),
+        include_str!("../sql/filter_count_peers_tail.sql"),
+    );
+    include_str!("../sql/filter_count.sql")
+        .replace("ALL_COUNT", include_str!("../sql/filter_count_all.sql"))
+        .replace("CONTACTS_COUNT", contacts)
+        .replace("PEERS_COUNT", peers)
+});
+
+/// One page of what a filter's rules take besides its pinned peers, each row with the
+/// filter's count when $16 asks for it.
+static PAGE: LazyLock<String> = LazyLock::new(|| {
+    [
+        include_str!("../sql/filter_page_head.sql"),
+        &COUNT,
+        include_str!("../sql/filter_page_from.sql"),
+        include_str!("../sql/filter_match.sql"),
+        rules!(),
+        include_str!("../sql/filter_page_tail.sql"),
+    ]
+    .concat()
+});
+
+/// The statement of a filter's page (and, with $16, its count): for plans (the benchmark).
+pub fn page_sql() -> &'static str {
+    PAGE.as_str()
+}
+
+/// The count alone, for a first page its pinned peers fill.
+static COUNT_ALONE: LazyLock<String> = LazyLock::new(|| format!("SELECT {} AS total", *COUNT));
+
 /// One page of the dialogs `filter` holds, and, on the first page, how many it holds in all
 /// (0 on later pages: counting them all is most of a page's cost, and the first page told it).
 /// `contacts`: the owner's contacts, needed when [`needs_contacts`].
+///
+/// Two statements at most, each one snapshot that agrees with itself: the pinned peers'
+/// dialogs (by primary key; only on the pages that show them), and the rest of the page with
+/// the count of the rest. The pinned part is counted as what it lists; the rest's count
+/// leaves the pinned peers out as its rows do. So a dialog arriving meanwhile is either listed
+/// and counted or neither.
 pub async fn page(
     pool: &PgPool,
     owner: i64,
@@ -160,17 +236,35 @@ pub async fn page(
     let pinned = ids(&filter.pinned_peers);
     let excluded = ids(&filter.exclude_peers);
     let included = ids(&filter.include_peers);
-    let mut rows: HashMap<i64, DialogRow> = store::dialog_rows(pool, owner, &pinned)
-        .await?
-        .into_iter()
-        .filter(|r| r.listed() && !excluded.contains(&r.peer()))
-        .map(|r| (r.peer(), r))
-        .collect();
-    let pinned_listed: Vec<i64> = pinned
-        .iter()
-        .copied()
-        .filter(|p| rows.contains_key(p))
-        .collect();
+    let first = matches!(offset, Offset::First);
+    let by_categories = filter.contacts || filter.non_contacts;
+    // The pinned peers' dialogs unless the page is past them; without categories, the
+    // included peers' too (they are all a filter of peers alone lists), in the same statement.
+    let mut wanted: Vec<i64> = match offset {
+        Offset::After(..) => Vec::new(),
+        Offset::First | Offset::AfterPinned(_) => pinned.clone(),
+    };
+    if !by_categories {
+        wanted.extend(included.iter().copied());
+    }
+    let mut rows: HashMap<i64, DialogRow> = if wanted.is_empty() {
+        HashMap::new()
+    } else {
+        store::dialog_rows(pool, owner, &wanted)
+            .await?
+            .into_iter()
+            .filter(|r| r.listed() && !excluded.contains(&r.peer()))
+            .map(|r| (r.peer(), r))
+            .collect()
+    };
+    let pinned_listed: Vec<i64> = match offset {
+        Offset::After(..) => Vec::new(),
+        Offset::First | Offset::AfterPinned(_) => pinned
+            .iter()
+            .copied()
+            .filter(|p| rows.contains_key(p))
+            .collect(),
+    };
     let (skip, after) = match offset {
         Offset::First => (0, None),
         Offset::AfterPinned(peer) => (
@@ -180,7 +274,7 @@ pub async fn page(
                 .map_or(pinned_listed.len(), |i| i + 1),
             None,
         ),
-        Offset::After(date, id, peer) => (pinned_listed.len(), Some((date, id, peer))),
+        Offset::After(date, id, peer) => (0, Some((date, id, peer))),
     };
     let mut dialogs: Vec<Dialog> = pinned_listed
         .iter()
@@ -193,13 +287,12 @@ pub async fn page(
         })
         .collect();
     let after = after.unwrap_or((i64::MAX, i64::MAX, i64::MAX));
-    let first = matches!(offset, Offset::First);
-    if !filter.contacts && !filter.non_contacts {
-        // Only the included peers: their dialogs by primary key, not a scan of every dialog.
-        let mut rest: Vec<Dialog> = store::dialog_rows(pool, owner, &included)
-            .await?
-            .into_iter()
-            .filter(|r| r.listed() && !excluded.contains(&r.peer()) && !pinned.contains(&r.peer()))
+    if !by_categories {
+        // Only the included peers, read with the pinned ones: no scan of every dialog.
+        let mut rest: Vec<Dialog> = included
+            .iter()
+            .filter(|p| !pinned.contains(p))
+            .filter_map(|p| rows.remove(p))
             .map(|r| Dialog {
                 pinned: false,
                 ..Dialog::from(r)
@@ -211,41 +304,6 @@ pub async fn page(
         dialogs.extend(rest.into_iter().filter(|d| key(d) < after).take(room));
         return Ok((dialogs, if first { count as i32 } else { 0 }));
     }
-    let now = chrono::Utc::now().timestamp();
-    let rest_limit = limit as i64 - dialogs.len() as i64;
-    if rest_limit > 0 {
-        let rest: Vec<DialogRow> = sqlx::query_as(concat!(
-            include_str!("../sql/filter_page_head.sql"),
-            include_str!("../sql/filter_match.sql"),
-            include_str!("../sql/filter_rules.sql"),
-            include_str!("../sql/filter_page_tail.sql"),
-        ))
-        .bind(owner)
-        .bind(after.0)
-        .bind(after.1)
-        .bind(after.2)
-        .bind(rest_limit)
-        .bind(&pinned)
-        .bind(&excluded)
-        .bind(&included)
-        .bind(filter.contacts)
-        .bind(filter.non_contacts)
-        .bind(contacts)
-        .bind(filter.exclude_muted)
-        .bind(filter.exclude_read)
-        .bind(filter.exclude_archived)
-        .bind(now)
-        .fetch_all(pool)
-        .await?;
-        dialogs.extend(rest.into_iter().map(|r| Dialog {
-            // Pinned in its folder, not in this filter.
-            pinned: false,
-            ..Dialog::from(r)
-        }));
-    }
-    if !first {
-        return Ok((dialogs, 0));
-    }
     let rules = Rules {
         owner,
         pinned: &pinned,
@@ -253,16 +311,45 @@ pub async fn page(
         included: &included,
         filter,
         contacts,
-        now,
+        now: chrono::Utc::now().timestamp(),
+        counted: first,
+    };
+    let rest_limit = limit as i64 - dialogs.len() as i64;
+    let rest_count = if rest_limit > 0 {
+        let rest: Vec<CountedRow> = rules
+            .bind(sqlx::query_as(PAGE.as_str()), after, rest_limit)
+            .fetch_all(pool)
+            .await?;
+        // Every row carries the count; a first page with no row has nothing to count (the
+        // statement's snapshot holds no dialog its rules take besides the pinned ones).
+        let count = rest.first().map_or(0, |r| r.total);
+        dialogs.extend(rest.into_iter().map(|r| Dialog {
+            // Pinned in its folder, not in this filter.
+            pinned: false,
+            ..Dialog::from(r.row)
+        }));
+        count
+    } else if first {
+        let (count,): (i32,) = rules
+            .bind(sqlx::query_as(COUNT_ALONE.as_str()), after, 0)
+            .fetch_one(pool)
+            .await?;
+        count
+    } else {
+        0
     };
     Ok((
         dialogs,
-        pinned_listed.len() as i32 + count(pool, &rules).await?,
+        if first {
+            pinned_listed.len() as i32 + rest_count
+        } else {
+            0
+        },
     ))
 }
 
-/// What a filter's statements take, bound in the one order they share ($1 the owner, $6..$8
-/// the peers, $9..$15 the rules; $2..$5 are a page's seek key and limit).
+/// What a filter's statements take, bound in the one order they share: $1 the owner, $2..$4
+/// the seek key, $5 the limit, $6..$8 the peers, $9..$15 the rules, $16 whether to count.
 struct Rules<'a> {
     owner: i64,
     pinned: &'a [i64],
@@ -271,82 +358,32 @@ struct Rules<'a> {
     filter: &'a DialogFilter,
     contacts: &'a [i64],
     now: i64,
+    counted: bool,
 }
 
 impl Rules<'_> {
     fn bind<'q, O>(
         &'q self,
         query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
-        contacts: &'q [i64],
-        categories: (bool, bool),
+        after: (i64, i64, i64),
+        limit: i64,
     ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
         query
             .bind(self.owner)
-            .bind(0i64)
-            .bind(0i64)
-            .bind(0i64)
-            .bind(0i64)
+            .bind(after.0)
+            .bind(after.1)
+            .bind(after.2)
+            .bind(limit)
             .bind(self.pinned)
             .bind(self.excluded)
             .bind(self.included)
-            .bind(categories.0)
-            .bind(categories.1)
-            .bind(contacts)
+            .bind(self.filter.contacts)
+            .bind(self.filter.non_contacts)
+            .bind(self.contacts)
             .bind(self.filter.exclude_muted)
             .bind(self.filter.exclude_read)
             .bind(self.filter.exclude_archived)
             .bind(self.now)
+            .bind(self.counted)
     }
-}
-
-/// How many dialogs a filter holds besides its pinned peers, without reading the list: the
-/// dialogs its rules take, from the per-owner counts (sql/filter_count_all.sql) and, when it
-/// takes contacts or non-contacts only, one probe per contact; then corrected around its
-/// peers (taken by the rules but pinned or excluded; included though the rules leave them).
-async fn count(pool: &PgPool, r: &Rules<'_>) -> Result<i32, sqlx::Error> {
-    let f = r.filter;
-    let all = || async {
-        let (n,): (i32,) = r
-            .bind(
-                sqlx::query_as(include_str!("../sql/filter_count_all.sql")),
-                &[],
-                (true, true),
-            )
-            .fetch_one(pool)
-            .await?;
-        Ok::<_, sqlx::Error>(n)
-    };
-    let of_contacts = || async {
-        let (n,): (i32,) = r
-            .bind(
-                sqlx::query_as(concat!(
-                    include_str!("../sql/filter_count_contacts.sql"),
-                    include_str!("../sql/filter_rules.sql"),
-                )),
-                r.contacts,
-                (true, false),
-            )
-            .fetch_one(pool)
-            .await?;
-        Ok::<_, sqlx::Error>(n)
-    };
-    let taken = match (f.contacts, f.non_contacts) {
-        (true, true) => all().await?,
-        (true, false) => of_contacts().await?,
-        (false, true) => all().await? - of_contacts().await?,
-        (false, false) => 0,
-    };
-    let (taken_apart, included_besides): (i32, i32) = r
-        .bind(
-            sqlx::query_as(concat!(
-                include_str!("../sql/filter_count_peers.sql"),
-                include_str!("../sql/filter_rules.sql"),
-                include_str!("../sql/filter_count_peers_tail.sql"),
-            )),
-            r.contacts,
-            (f.contacts, f.non_contacts),
-        )
-        .fetch_one(pool)
-        .await?;
-    Ok(taken - taken_apart + included_besides)
 }

@@ -172,11 +172,9 @@ impl Dialogs for DialogsService {
         let first = r.offset_date == 0 && r.offset_id == 0 && offset_peer == 0 && !r.offset_pinned;
         if r.filter_id != 0 {
             filters::check_id(r.filter_id)?;
-            let filter = filters::filters(&self.pool, owner_id)
+            let filter = filters::filter(&self.pool, owner_id, r.filter_id)
                 .await
                 .map_err(Error::from)?
-                .into_iter()
-                .find(|f| f.id == r.filter_id)
                 .ok_or_else(|| status(ErrorCode::FilterIdInvalid, "no such filter"))?;
             let contacts = match (filters::needs_contacts(&filter), contacts) {
                 (false, _) => Vec::new(),
@@ -233,28 +231,12 @@ impl Dialogs for DialogsService {
             .map_err(Error::from)?;
             return Ok(Response::new(answer_page(dialogs, 0, r.hash)));
         }
-        // The first page and its count from one snapshot, so a dialog arriving meanwhile is
+        // The first page and its count in one statement, so a dialog arriving meanwhile is
         // either listed and counted or neither.
-        let (dialogs, count) = async {
-            let mut tx = self
-                .pool
-                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                .await?;
-            let dialogs = store::page(
-                &mut *tx,
-                owner_id,
-                r.folder_id,
-                after,
-                limit,
-                r.include_empty,
-            )
-            .await?;
-            let count = store::folder_count(&mut *tx, owner_id, r.folder_id).await?;
-            tx.commit().await?;
-            Ok::<_, sqlx::Error>((dialogs, count))
-        }
-        .await
-        .map_err(Error::from)?;
+        let (dialogs, count) =
+            store::first_page(&self.pool, owner_id, r.folder_id, limit, r.include_empty)
+                .await
+                .map_err(Error::from)?;
         Ok(Response::new(answer_page(dialogs, count, r.hash)))
     }
 

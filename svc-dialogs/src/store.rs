@@ -89,6 +89,53 @@ pub type FolderKey = (i32, i64, i64, i64);
 /// The key before every dialog.
 pub const FIRST_KEY: FolderKey = (i32::MAX, i64::MAX, i64::MAX, i64::MAX);
 
+/// A row of dialogs as a page shows it, with the count of its list (0 when not asked for).
+#[derive(sqlx::FromRow)]
+pub(crate) struct CountedRow {
+    #[sqlx(flatten)]
+    pub(crate) row: DialogRow,
+    pub(crate) total: i32,
+}
+
+/// A folder's page, each row with the folder's count when $9 asks for it (sql/page.sql,
+/// sql/folder_count.sql, sql/page_tail.sql).
+pub const PAGE_SQL: &str = concat!(
+    include_str!("../sql/page.sql"),
+    include_str!("../sql/folder_count.sql"),
+    include_str!("../sql/page_tail.sql"),
+);
+
+/// A page of a folder's dialogs after the seek key and, when `counted`, the folder's count,
+/// in one statement (index dialogs_folder_order; the count from dialog_counts' primary key).
+async fn folder_rows(
+    db: impl sqlx::PgExecutor<'_>,
+    owner: i64,
+    folder: i32,
+    after: FolderKey,
+    limit: i32,
+    include_empty: bool,
+    counted: bool,
+) -> Result<(Vec<Dialog>, i32), sqlx::Error> {
+    let rows: Vec<CountedRow> = sqlx::query_as(PAGE_SQL)
+        .bind(owner)
+        .bind(folder)
+        .bind(after.0)
+        .bind(after.1)
+        .bind(after.2)
+        .bind(after.3)
+        .bind(limit as i64)
+        .bind(include_empty)
+        .bind(counted)
+        .fetch_all(db)
+        .await?;
+    // Every row carries the count; a first page without a row lists nothing, so counts none.
+    let count = rows.first().map_or(0, |r| r.total);
+    Ok((
+        rows.into_iter().map(|r| Dialog::from(r.row)).collect(),
+        count,
+    ))
+}
+
 /// One page of a folder's dialogs after the seek key: pinned first in their order, then
 /// newest first (index dialogs_folder_order); with `include_empty` also those without a
 /// message.
@@ -100,21 +147,26 @@ pub async fn page(
     limit: i32,
     include_empty: bool,
 ) -> Result<Vec<Dialog>, sqlx::Error> {
-    let rows: Vec<DialogRow> = sqlx::query_as(include_str!("../sql/page.sql"))
-        .bind(owner)
-        .bind(folder)
-        .bind(after.0)
-        .bind(after.1)
-        .bind(after.2)
-        .bind(after.3)
-        .bind(limit as i64)
-        .bind(include_empty)
-        .fetch_all(db)
-        .await?;
-    Ok(rows.into_iter().map(Dialog::from).collect())
+    Ok(
+        folder_rows(db, owner, folder, after, limit, include_empty, false)
+            .await?
+            .0,
+    )
 }
 
-/// How many dialogs a folder lists (index dialogs_folder_order).
+/// A folder's first page and how many dialogs the folder lists, in one statement, so one
+/// snapshot: a dialog arriving meanwhile is either listed and counted or neither.
+pub async fn first_page(
+    db: impl sqlx::PgExecutor<'_>,
+    owner: i64,
+    folder: i32,
+    limit: i32,
+    include_empty: bool,
+) -> Result<(Vec<Dialog>, i32), sqlx::Error> {
+    folder_rows(db, owner, folder, FIRST_KEY, limit, include_empty, true).await
+}
+
+/// How many dialogs a folder lists (primary key of dialog_counts, its (owner, folder) prefix).
 pub async fn folder_count(
     db: impl sqlx::PgExecutor<'_>,
     owner: i64,
@@ -129,14 +181,14 @@ pub async fn folder_count(
 
 /// `owner`'s dialogs with `peers` (listed or not), in no order (primary key of dialogs).
 pub(crate) async fn dialog_rows(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     owner: i64,
     peers: &[i64],
 ) -> Result<Vec<DialogRow>, sqlx::Error> {
     sqlx::query_as(include_str!("../sql/peer_dialogs.sql"))
         .bind(owner)
         .bind(peers)
-        .fetch_all(pool)
+        .fetch_all(db)
         .await
 }
 

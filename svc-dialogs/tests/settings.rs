@@ -723,3 +723,102 @@ async fn counts_kept_per_list_are_what_the_pages_hold() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The service over the test's schema, as GetDialogs answers (nothing here calls svc-updates).
+fn service(db: &Db) -> anyhow::Result<svc_dialogs::DialogsService> {
+    use std::{sync::Arc, time::Duration};
+    let to_updates = svc_dialogs::outbound::ToUpdates::new(oxigram_kit::channel(
+        "http://127.0.0.1:9",
+        Duration::from_secs(1),
+    )?);
+    let derived = oxigram_outbox::FastPath::start(
+        db.outbox.clone(),
+        Arc::new(to_updates.clone()),
+        Duration::ZERO,
+    );
+    Ok(svc_dialogs::DialogsService::new(
+        db.schema.pool.clone(),
+        db.outbox.clone(),
+        to_updates,
+        derived,
+    ))
+}
+
+/// A list's first page and its count come from one snapshot, for a folder and for a filter:
+/// a dialog committed while the page is read is either listed and counted or neither. Made
+/// deterministic by holding dialog_counts (which every count reads, and no page) locked, and
+/// committing a new dialog, in the transaction holding the lock, once the count waits for it:
+/// a count read apart from its page would then count a dialog the page does not list.
+#[tokio::test]
+async fn a_first_page_and_its_count_are_one_snapshot() -> anyhow::Result<()> {
+    use oxigram_proto::dialogs::v1::{GetDialogsRequest, dialogs_server::Dialogs};
+    use std::time::{Duration, Instant};
+    let mut db = schema().await?;
+    five_dialogs(&mut db).await?;
+    save_filter(
+        &mut db,
+        DialogFilter {
+            id: 2,
+            title: "all".into(),
+            contacts: true,
+            non_contacts: true,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let service = service(&db)?;
+    let pool = &db.schema.pool;
+    for (list, folder_id, filter_id, newcomer) in [("main list", 0, 0, 50), ("filter", 0, 2, 51)] {
+        let mut holder = pool.begin().await?;
+        sqlx::query("LOCK TABLE dialog_counts IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut *holder)
+            .await?;
+        let request = GetDialogsRequest {
+            owner_id: OWNER,
+            request: Some(oxigram_proto::types::v1::GetDialogsRequest {
+                limit: 100,
+                folder_id,
+                filter_id,
+                ..Default::default()
+            }),
+            contacts: None,
+        };
+        let arrive = async {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let waiting: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(pool)
+                .await?;
+                if waiting > 0 {
+                    break;
+                }
+                anyhow::ensure!(Instant::now() < deadline, "{list}: the count never waited");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            // The newest dialog of all: a page read after it would list it first.
+            sqlx::query(
+                "INSERT INTO dialogs (owner_id, peer_user_id, top_message_id, top_message_date) \
+                 VALUES ($1, $2, 1000, 100000)",
+            )
+            .bind(OWNER)
+            .bind(newcomer)
+            .execute(&mut *holder)
+            .await?;
+            holder.commit().await?;
+            Ok(())
+        };
+        let (page, arrived) =
+            tokio::join!(service.get_dialogs(tonic::Request::new(request)), arrive);
+        arrived?;
+        let page = page
+            .map_err(|s| anyhow::anyhow!("{list}: {s}"))?
+            .into_inner();
+        // Listed and counted, or neither: the count is what the page lists (all of the list).
+        let peers: Vec<i64> = page.dialogs.iter().map(Dialog::peer_user).collect();
+        assert_eq!(page.count as usize, peers.len(), "{list}: {peers:?}");
+    }
+    Ok(())
+}

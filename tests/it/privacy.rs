@@ -56,7 +56,8 @@ async fn set_photo(device: &TestClient) -> anyhow::Result<i64> {
 
 /// Every call of the client API that returns users, made by `viewer`, and how each shows
 /// `owner_id`: (call, the user as it came). `owner` sent the viewer one message ("hello
-/// viewer"), so history, messages, search, dialogs and the difference all name her; a
+/// viewer"), so history, messages, search, dialogs (the main list, a filter's, the peer's) and
+/// the difference all name her; a
 /// viewer who keeps her as a contact (under her own name) also finds her in her contacts.
 async fn every_view(
     viewer: &TestClient,
@@ -75,6 +76,9 @@ async fn every_view(
     }
     Ok(views)
 }
+
+/// The dialog filter each viewer of the matrix makes: every private chat.
+const FILTER_ALL: i32 = 2;
 
 async fn views_of_messages(
     viewer: &TestClient,
@@ -119,6 +123,19 @@ async fn views_of_messages(
     views.push(("Search", pick(&found.users)));
     let dialogs = viewer.dialogs_page().await?;
     views.push(("GetDialogs", pick(&dialogs.users)));
+    // The viewer's filter of every private chat (`FILTER_ALL`), made before.
+    let filtered = viewer
+        .get_dialogs(oxigram_proto::types::v1::GetDialogsRequest {
+            limit: 100,
+            filter_id: FILTER_ALL,
+            ..Default::default()
+        })
+        .await?;
+    views.push(("GetDialogs of a filter", pick(&filtered.users)));
+    let peer_dialogs = viewer
+        .get_peer_dialogs(vec![oxigram_proto::types::v1::InputPeer::user(owner_id)])
+        .await?;
+    views.push(("GetPeerDialogs", pick(&peer_dialogs.users)));
     let difference = viewer.difference(0).await?;
     views.push(("GetDifference", pick(&difference.users)));
     Ok(views)
@@ -158,6 +175,20 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
     cora.import_contacts(&[("15557100", "Olga", "")]).await?;
     for (i, viewer) in [&carl, &sam, &ben, &eve, &cora].into_iter().enumerate() {
         olga.send(viewer.user_id()?, 1 + i as i64, "hello viewer")
+            .await?;
+    }
+    for viewer in [&carl, &sam, &ben, &eve, &cora] {
+        viewer
+            .update_dialog_filter(
+                FILTER_ALL,
+                Some(oxigram_proto::types::v1::DialogFilter {
+                    id: FILTER_ALL,
+                    title: "all".into(),
+                    contacts: true,
+                    non_contacts: true,
+                    ..Default::default()
+                }),
+            )
             .await?;
     }
     let eve_id = eve.user_id()?;
@@ -205,7 +236,7 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             assert_eq!(viewers.len(), sees.len());
             for ((relation, viewer), sees) in viewers.iter().zip(sees) {
                 let views = every_view(viewer, olga_id, "15557100", "olga_k").await?;
-                let expected_calls = if *relation == "keeps her" { 9 } else { 7 };
+                let expected_calls = if *relation == "keeps her" { 11 } else { 9 };
                 assert_eq!(views.len(), expected_calls, "{relation}");
                 for (call, seen) in views {
                     let what = format!("key {key} value {value}, {relation} in {call}");
@@ -1112,5 +1143,129 @@ async fn a_profile_change_reaches_her_contacts_and_peers_online() -> anyhow::Res
         })
         .await?;
     assert!(same.not_modified);
+    Ok(())
+}
+
+/// A burst of profile changes reaches an online viewer as few pushes, the last with the
+/// latest state: the first change goes out at once, the rest of the burst in one more push at
+/// the end of the coalescing window. Without coalescing each change would be a push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_profile_changes_reaches_a_viewer_as_few_pushes() -> anyhow::Result<()> {
+    use oxigram_client::{StreamOptions, UpdateStream};
+    use std::time::Duration;
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, carl] = system
+        .users([("15557300", "Olga"), ("15557301", "Carl")])
+        .await?;
+    let olga_id = olga.user_id()?;
+    olga.import_contacts(&[("15557301", "Carl", "")]).await?;
+    let state = carl.get_state().await?.into();
+    let mut stream = UpdateStream::open((*carl).clone(), state, StreamOptions::default()).await?;
+    // The stream's route is written as it opens.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    const CHANGES: usize = 10;
+    for i in 0..CHANGES {
+        olga.update_username(&format!("olga_burst_{i}")).await?;
+    }
+    let last = format!("olga_burst_{}", CHANGES - 1);
+    // Every push of the burst arrives within the coalescing window and a margin.
+    let mut pushes = Vec::new();
+    while let Some(user) = next_user(&mut stream, olga_id, Duration::from_secs(3)).await {
+        pushes.push(user.username);
+    }
+    assert!(
+        (1..=2).contains(&pushes.len()),
+        "{CHANGES} changes made {} pushes: {pushes:?}",
+        pushes.len()
+    );
+    assert_eq!(pushes.last(), Some(&last), "the latest state wins");
+    // A change after the window has passed goes out at once again.
+    olga.update_username("olga_after").await?;
+    let user = next_user(&mut stream, olga_id, Duration::from_millis(800)).await;
+    assert_eq!(
+        user.map(|u| u.username).as_deref(),
+        Some("olga_after"),
+        "a change after a quiet window is pushed at once"
+    );
+    Ok(())
+}
+
+/// The contacts list's hash follows what the viewer may see of each contact, not only the
+/// list and the contacts' profiles: a contact's privacy rule that changes what she sees (his
+/// photo, his last seen), his keeping her as a contact and his blocking her each move it, so a
+/// client's cached list is not served stale; a rule no contact list shows leaves it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_contacts_hash_follows_what_she_may_see_of_them() -> anyhow::Result<()> {
+    let system = System::start(Mode::OneProcess).await?;
+    let [olga, cora] = system
+        .users([("15557400", "Olga"), ("15557401", "Cora")])
+        .await?;
+    let (olga_id, cora_id) = (olga.user_id()?, cora.user_id()?);
+    let photo = set_photo(&olga).await?;
+    cora.import_contacts(&[("15557400", "Olga", "")]).await?;
+    let list = |hash: i64| {
+        let cora = &cora;
+        async move {
+            cora.get_contacts(GetContactsRequest {
+                hash,
+                ..Default::default()
+            })
+            .await
+        }
+    };
+    let first = list(0).await?;
+    let olga_in =
+        |l: &oxigram_proto::api::v1::ContactList| l.users.iter().find(|u| u.id == olga_id).cloned();
+    let seen = olga_in(&first).ok_or_else(|| anyhow::anyhow!("Olga listed"))?;
+    assert_eq!((seen.photo_id, seen.mutual_contact), (photo, false));
+    assert!(list(first.hash).await?.not_modified);
+
+    // Each change, and what Cora then sees of Olga in the list her old hash gets again.
+    let mut hash = first.hash;
+    let rule = |key, value| PrivacyRule {
+        key,
+        value,
+        allow_user_ids: vec![],
+        deny_user_ids: vec![],
+    };
+    // Not a contact list's: her hash stays.
+    olga.set_privacy(rule(FIND_BY_PHONE, NOBODY)).await?;
+    assert!(list(hash).await?.not_modified, "a find-by-phone rule");
+
+    olga.set_privacy(rule(PHOTO, NOBODY)).await?;
+    let after = list(hash).await?;
+    assert!(!after.not_modified, "the photo hidden");
+    assert_ne!(after.hash, hash);
+    assert_eq!(olga_in(&after).map(|u| u.photo_id), Some(0));
+    hash = after.hash;
+    assert!(list(hash).await?.not_modified);
+
+    olga.set_privacy(rule(LAST_SEEN, NOBODY)).await?;
+    let after = list(hash).await?;
+    assert!(!after.not_modified, "the last seen hidden");
+    hash = after.hash;
+
+    // Olga keeps Cora: a mutual contact now, and the photo rule's contacts see it.
+    olga.set_privacy(rule(PHOTO, CONTACTS)).await?;
+    let after = list(hash).await?;
+    assert!(!after.not_modified, "the photo for her contacts");
+    hash = after.hash;
+    assert_eq!(olga_in(&after).map(|u| u.photo_id), Some(0));
+    olga.import_contacts(&[("15557401", "Cora", "")]).await?;
+    let after = list(hash).await?;
+    assert!(!after.not_modified, "kept by her");
+    let seen = olga_in(&after).ok_or_else(|| anyhow::anyhow!("Olga listed"))?;
+    assert_eq!((seen.photo_id, seen.mutual_contact), (photo, true));
+    hash = after.hash;
+
+    // Olga blocks Cora: nothing private of hers any more.
+    olga.messages()
+        .block(BlockRequest { user_id: cora_id })
+        .await?;
+    let after = list(hash).await?;
+    assert!(!after.not_modified, "blocked by her");
+    assert_eq!(olga_in(&after).map(|u| u.photo_id), Some(0));
+    assert!(list(after.hash).await?.not_modified);
     Ok(())
 }
