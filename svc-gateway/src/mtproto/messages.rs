@@ -299,6 +299,7 @@ async fn edit_message(
                 id: i64::from(edit.id),
                 text: edit.message.unwrap_or_default(),
                 entities: entities::from_tl(edit.entities.as_deref(), me)?,
+                ..Default::default()
             },
         )?)
         .await
