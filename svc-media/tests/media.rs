@@ -3,6 +3,9 @@
 //! hash, the collector, and the same upload and ranged reads on an S3-compatible server the
 //! test starts (moto).
 
+mod common;
+
+use common::{Service, local, schema};
 use oxigram_errors::code_of;
 use oxigram_kit::config::S3Config;
 use oxigram_proto::{
@@ -12,44 +15,10 @@ use oxigram_proto::{
     },
     types::v1::{self as types, InputMedia, message_media::Kind},
 };
-use oxigram_testkit::{
-    s3::S3Server,
-    store::{self, Migrated},
-    unique_name,
-};
+use oxigram_testkit::s3::S3Server;
 use sha2::{Digest, Sha256};
 use svc_media::{MediaService, blobs::Blobs};
 use tonic::Request;
-
-async fn schema() -> anyhow::Result<Migrated> {
-    store::migrated(
-        svc_media::SCHEMA,
-        &[&svc_media::MIGRATOR, &oxigram_outbox::MIGRATOR],
-    )
-    .await
-}
-
-struct Service {
-    media: MediaService,
-    dir: std::path::PathBuf,
-    db: Migrated,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-async fn local() -> anyhow::Result<Service> {
-    let db = schema().await?;
-    let dir = std::env::temp_dir().join(unique_name("oxigram-media-test"));
-    Ok(Service {
-        media: MediaService::new(db.pool.clone(), Blobs::local(&dir)?),
-        dir,
-        db,
-    })
-}
 
 /// Uploads `bytes` as `owner`'s upload `upload_id` in parts of 512 KiB; the File.
 async fn upload(

@@ -2,53 +2,17 @@
 //! folder of the test's own: uploads, deduplicated files, owners' references, ranged reads,
 //! and the codes bad requests get.
 
+mod common;
+
+use common::{local, schema};
 use oxigram_errors::code_of;
 use oxigram_proto::{
     media::v1::{CompleteUploadRequest, GetFileRequest, SaveFilePartRequest, media_server::Media},
     types::v1 as types,
 };
-use oxigram_testkit::{
-    store::{self, Migrated},
-    unique_name,
-};
 use sha2::{Digest, Sha256};
-use svc_media::{
-    MediaService,
-    blobs::Blobs,
-    store::{self as media, StoredFile},
-};
+use svc_media::store::{self as media, StoredFile};
 use tonic::Request;
-
-async fn schema() -> anyhow::Result<Migrated> {
-    store::migrated(
-        svc_media::SCHEMA,
-        &[&svc_media::MIGRATOR, &oxigram_outbox::MIGRATOR],
-    )
-    .await
-}
-
-/// The service on a fresh schema, with its blobs under a fresh folder (removed on drop).
-struct Service {
-    media: MediaService,
-    dir: std::path::PathBuf,
-    db: Migrated,
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-async fn service() -> anyhow::Result<Service> {
-    let db = schema().await?;
-    let dir = std::env::temp_dir().join(unique_name("oxigram-media-test"));
-    Ok(Service {
-        media: MediaService::new(db.pool.clone(), Blobs::local(&dir)?),
-        dir,
-        db,
-    })
-}
 
 fn part(owner_id: i64, file_id: i64, part: i32, bytes: &[u8]) -> SaveFilePartRequest {
     SaveFilePartRequest {
@@ -154,7 +118,7 @@ async fn files_are_stored_once_per_content_and_read_only_by_their_owners() -> an
 
 #[tokio::test]
 async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow::Result<()> {
-    let s = service().await?;
+    let s = local().await?;
     // Three parts, the last one short: 1 MiB + 200 KiB.
     let content = pattern(1024 * 1024 + 200 * 1024);
     for (p, bytes) in content.chunks(512 * 1024).enumerate() {
@@ -244,7 +208,7 @@ fn blob_files(dir: &std::path::Path) -> usize {
 
 #[tokio::test]
 async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
-    let s = service().await?;
+    let s = local().await?;
     s.media
         .save_file_part(Request::new(part(1, 10, 0, b"x")))
         .await?;

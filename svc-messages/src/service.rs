@@ -398,17 +398,9 @@ impl Messages for MessagesService {
                 traceparent: traceparent.clone(),
             })
             .collect();
-        // An album is stored whole or not at all: a key reused for another message would
-        // refuse its item alone, so the call is refused first, whole (as a forward).
-        if sends.len() > 1
-            && send::any_key_reused(&self.pool, &sends)
-                .await
-                .map_err(Error::from)?
-        {
-            return Err(status(
-                ErrorCode::RandomIdDuplicate,
-                "a random_id was already used for a different message",
-            ));
+        // An album is stored whole or not at all; a single medium is a send like any other.
+        if sends.len() > 1 {
+            refuse_reused_keys(&self.pool, &sends).await?;
         }
         let sent = self.group.send_all(sends).await?;
         Ok(Response::new(SendMediaResponse { sent }))
@@ -491,17 +483,7 @@ impl Messages for MessagesService {
             .await
             .map_err(Error::from)?;
         let sends = forward.sends(&sources)?;
-        // A key reused for another message would refuse its send alone, after the others of
-        // the call were stored: the call is refused first, whole.
-        if send::any_key_reused(&self.pool, &sends)
-            .await
-            .map_err(Error::from)?
-        {
-            return Err(status(
-                ErrorCode::RandomIdDuplicate,
-                "a random_id was already used for a different message",
-            ));
-        }
+        refuse_reused_keys(&self.pool, &sends).await?;
         let sent = self.group.send_all(sends).await?;
         Ok(Response::new(ForwardMessagesResponse { sent }))
     }
@@ -776,6 +758,22 @@ fn history_window(owner_id: i64, r: &types::GetHistoryRequest) -> Result<History
         max_id: r.max_id,
         min_id: r.min_id,
     })
+}
+
+/// Refuses a call whose sends must all be stored or none (an album, a forward) when a key of
+/// one of them was used before for a different message: sent alone, that send would be
+/// refused after the others were stored.
+async fn refuse_reused_keys(pool: &PgPool, sends: &[NewMessage]) -> Result<(), Status> {
+    if send::any_key_reused(pool, sends)
+        .await
+        .map_err(Error::from)?
+    {
+        return Err(status(
+            ErrorCode::RandomIdDuplicate,
+            "a random_id was already used for a different message",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use oxigram_mtproto::ServerKey;
 use oxigram_mtproto::client::{Client, Options};
 use oxigram_proto::api::v1::stream_event;
 use oxigram_proto::types::v1::update;
-use oxigram_tests::{LOGIN_CODE, Mode, System, TestClient, free_port};
+use oxigram_tests::mtproto::{send_text, sign_up};
+use oxigram_tests::{Mode, System, TestClient, free_port};
 use oxigram_tl::{Deserializable, enums, functions, types};
 use tokio::time::Instant;
 
@@ -138,36 +139,6 @@ async fn grpc_phase(
     Ok(figures(sends, pushes, secs))
 }
 
-fn send_request(to: i64, random_id: i64, text: String) -> functions::messages::SendMessage {
-    functions::messages::SendMessage {
-        no_webpage: false,
-        silent: false,
-        background: false,
-        clear_draft: false,
-        noforwards: false,
-        update_stickersets_order: false,
-        invert_media: false,
-        allow_paid_floodskip: false,
-        peer: enums::InputPeer::User(types::InputPeerUser {
-            user_id: to,
-            access_hash: 0,
-        }),
-        reply_to: None,
-        message: text,
-        random_id,
-        reply_markup: None,
-        entities: None,
-        schedule_date: None,
-        schedule_repeat_period: None,
-        send_as: None,
-        quick_reply_shortcut: None,
-        effect: None,
-        allow_paid_stars: None,
-        suggested_post: None,
-        rich_message: None,
-    }
-}
-
 /// The text of a pushed new message (updates or updateShortMessage).
 fn pushed_text(push: &[u8]) -> Option<String> {
     match enums::Updates::deserialize(&mut oxigram_tl::Cursor::from_slice(push)).ok()? {
@@ -224,8 +195,15 @@ async fn mtproto_phase(
                 while Instant::now() < until {
                     let random_id = seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let start = Instant::now();
-                    from.invoke(&send_request(to, random_id, stamp(base)))
-                        .await?;
+                    from.invoke(&send_text(
+                        enums::InputPeer::User(types::InputPeerUser {
+                            user_id: to,
+                            access_hash: 0,
+                        }),
+                        &stamp(base),
+                        random_id,
+                    ))
+                    .await?;
                     took.push(start.elapsed());
                 }
                 anyhow::Ok((took, from, to))
@@ -256,54 +234,7 @@ async fn mtproto_user(key: &ServerKey, port: u16, phone: &str) -> anyhow::Result
         Options::default(),
     )
     .await?;
-    let enums::auth::SentCode::Code(sent) = client
-        .invoke(&functions::auth::SendCode {
-            phone_number: phone.into(),
-            api_id: 1,
-            api_hash: "x".into(),
-            settings: enums::CodeSettings::Settings(types::CodeSettings {
-                allow_flashcall: false,
-                current_number: false,
-                allow_app_hash: false,
-                allow_missed_call: false,
-                allow_firebase: false,
-                unknown_number: false,
-                logout_tokens: None,
-                token: None,
-                app_sandbox: None,
-            }),
-        })
-        .await?
-    else {
-        anyhow::bail!("no code sent");
-    };
-    let signed = client
-        .invoke(&functions::auth::SignIn {
-            phone_number: phone.into(),
-            phone_code_hash: sent.phone_code_hash.clone(),
-            phone_code: Some(LOGIN_CODE.into()),
-            email_verification: None,
-        })
-        .await?;
-    anyhow::ensure!(
-        matches!(signed, enums::auth::Authorization::SignUpRequired(_)),
-        "bench phones are new"
-    );
-    let enums::auth::Authorization::Authorization(done) = client
-        .invoke(&functions::auth::SignUp {
-            no_joined_notifications: false,
-            phone_number: phone.into(),
-            phone_code_hash: sent.phone_code_hash,
-            first_name: "Bench".into(),
-            last_name: String::new(),
-        })
-        .await?
-    else {
-        anyhow::bail!("sign-up did not authorize");
-    };
-    let enums::User::User(user) = done.user else {
-        anyhow::bail!("empty user");
-    };
+    let user = sign_up(&mut client, phone, "Bench").await?;
     Ok((client, user.id))
 }
 

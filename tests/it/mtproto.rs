@@ -9,6 +9,7 @@ use anyhow::Context;
 use oxigram_mtproto::ServerKey;
 use oxigram_mtproto::client::{Client, ClientError, Options};
 use oxigram_proto::api::v1::GetAuthorizationsRequest;
+use oxigram_tests::mtproto::{send_text, sign_up};
 use oxigram_tests::{LOGIN_CODE, Mode, System, free_port};
 use oxigram_tl::{enums, functions, types};
 
@@ -45,58 +46,6 @@ async fn connect(key: &ServerKey, port: u16) -> anyhow::Result<Client> {
     anyhow::bail!("MTProto door never opened")
 }
 
-async fn sign_up(client: &mut Client, phone: &str) -> anyhow::Result<types::User> {
-    let enums::auth::SentCode::Code(sent) = client
-        .invoke(&functions::auth::SendCode {
-            phone_number: phone.into(),
-            api_id: 1,
-            api_hash: "x".into(),
-            settings: enums::CodeSettings::Settings(types::CodeSettings {
-                allow_flashcall: false,
-                current_number: false,
-                allow_app_hash: false,
-                allow_missed_call: false,
-                allow_firebase: false,
-                unknown_number: false,
-                logout_tokens: None,
-                token: None,
-                app_sandbox: None,
-            }),
-        })
-        .await?
-    else {
-        anyhow::bail!("no code sent");
-    };
-    let signed_in = client
-        .invoke(&functions::auth::SignIn {
-            phone_number: phone.into(),
-            phone_code_hash: sent.phone_code_hash.clone(),
-            phone_code: Some(LOGIN_CODE.into()),
-            email_verification: None,
-        })
-        .await?;
-    anyhow::ensure!(
-        matches!(signed_in, enums::auth::Authorization::SignUpRequired(_)),
-        "a new phone must need a sign-up: {signed_in:?}"
-    );
-    let enums::auth::Authorization::Authorization(done) = client
-        .invoke(&functions::auth::SignUp {
-            no_joined_notifications: false,
-            phone_number: phone.into(),
-            phone_code_hash: sent.phone_code_hash,
-            first_name: "Rust".into(),
-            last_name: String::new(),
-        })
-        .await?
-    else {
-        anyhow::bail!("sign-up did not authorize");
-    };
-    let enums::User::User(user) = done.user else {
-        anyhow::bail!("empty user");
-    };
-    Ok(user)
-}
-
 /// The latest ten messages with `peer`.
 fn latest(peer: enums::InputPeer) -> functions::messages::GetHistory {
     functions::messages::GetHistory {
@@ -129,7 +78,7 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
         matches!(early, Err(ClientError::Rpc(ref e)) if e.code == 401 && e.message == "AUTH_KEY_UNREGISTERED"),
         "{early:?}"
     );
-    let user = sign_up(&mut client, "15550100").await?;
+    let user = sign_up(&mut client, "15550100", "Rust").await?;
     assert!(user.is_self);
     assert_eq!(user.first_name.as_deref(), Some("Rust"));
     let users = me(&mut client).await?;
@@ -137,30 +86,11 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
 
     // A message to her Saved Messages, answered as Telegram does, and read back.
     let sent = client
-        .invoke(&functions::messages::SendMessage {
-            no_webpage: false,
-            silent: false,
-            background: false,
-            clear_draft: false,
-            noforwards: false,
-            update_stickersets_order: false,
-            invert_media: false,
-            allow_paid_floodskip: false,
-            peer: enums::InputPeer::PeerSelf,
-            reply_to: None,
-            message: "hello over MTProto".into(),
-            random_id: 77,
-            reply_markup: None,
-            entities: None,
-            schedule_date: None,
-            schedule_repeat_period: None,
-            send_as: None,
-            quick_reply_shortcut: None,
-            effect: None,
-            allow_paid_stars: None,
-            suggested_post: None,
-            rich_message: None,
-        })
+        .invoke(&send_text(
+            enums::InputPeer::PeerSelf,
+            "hello over MTProto",
+            77,
+        ))
         .await?;
     let enums::Updates::UpdateShortSentMessage(sent) = sent else {
         anyhow::bail!("send answered {sent:?}");
@@ -440,37 +370,6 @@ async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn send_text(
-    peer: enums::InputPeer,
-    text: &str,
-    random_id: i64,
-) -> functions::messages::SendMessage {
-    functions::messages::SendMessage {
-        no_webpage: false,
-        silent: false,
-        background: false,
-        clear_draft: false,
-        noforwards: false,
-        update_stickersets_order: false,
-        invert_media: false,
-        allow_paid_floodskip: false,
-        peer,
-        reply_to: None,
-        message: text.into(),
-        random_id,
-        reply_markup: None,
-        entities: None,
-        schedule_date: None,
-        schedule_repeat_period: None,
-        send_as: None,
-        quick_reply_shortcut: None,
-        effect: None,
-        allow_paid_stars: None,
-        suggested_post: None,
-        rich_message: None,
-    }
-}
-
 /// The next pushed Updates, within 15 s.
 async fn next_updates(client: &mut Client) -> anyhow::Result<enums::Updates> {
     use oxigram_tl::Deserializable;
@@ -487,8 +386,8 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
     let (_system, key, port) = system_with_door().await?;
     let mut ann = connect(&key, port).await?;
     let mut bob = connect(&key, port).await?;
-    let ann_user = sign_up(&mut ann, "15550501").await?;
-    let bob_user = sign_up(&mut bob, "15550502").await?;
+    let ann_user = sign_up(&mut ann, "15550501", "Rust").await?;
+    let bob_user = sign_up(&mut bob, "15550502", "Rust").await?;
     // A fresh account is at pts 1 on this door (Telegram clients take 0 for "no state").
     let enums::updates::State::State(state) = bob.invoke(&functions::updates::GetState {}).await?;
     assert_eq!(state.pts, 1);

@@ -5,6 +5,7 @@
 //! `oxigram serve --target X` processes, and a client that drives the gateway like an app.
 
 pub mod client;
+pub mod mtproto;
 pub mod proxy;
 
 use std::{
