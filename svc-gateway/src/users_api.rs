@@ -229,12 +229,13 @@ impl Users for UsersApi {
         }
         if file_id != 0 {
             // The photo is a file of the caller's: svc-media answers FILE_ID_INVALID otherwise.
+            // The probe reads the smallest window a download may ask for (4 KiB).
             let probe = media_svc::GetFileRequest {
                 owner_id: me.user_id,
                 request: Some(GetFileRequest {
                     id: file_id,
                     offset: 0,
-                    limit: 1,
+                    limit: 4096,
                 }),
             };
             self.0

@@ -56,7 +56,8 @@ async fn set_photo(device: &TestClient) -> anyhow::Result<i64> {
 
 /// Every call of the client API that returns users, made by `viewer`, and how each shows
 /// `owner_id`: (call, the user as it came). `owner` sent the viewer one message ("hello
-/// viewer"), so history, messages, search, dialogs (the main list, a filter's, the peer's) and
+/// viewer"), so history, messages, search, dialogs (the main list, the viewer's filter
+/// [`FILTER_ALL`] made by [`make_filter_all`], the peer's) and
 /// the difference all name her; a
 /// viewer who keeps her as a contact (under her own name) also finds her in her contacts.
 async fn every_view(
@@ -79,6 +80,23 @@ async fn every_view(
 
 /// The dialog filter each viewer of the matrix makes: every private chat.
 const FILTER_ALL: i32 = 2;
+
+/// Makes `viewer`'s filter [`FILTER_ALL`], which [`every_view`] pages through.
+async fn make_filter_all(viewer: &TestClient) -> anyhow::Result<()> {
+    viewer
+        .update_dialog_filter(
+            FILTER_ALL,
+            Some(oxigram_proto::types::v1::DialogFilter {
+                id: FILTER_ALL,
+                title: "all".into(),
+                contacts: true,
+                non_contacts: true,
+                ..Default::default()
+            }),
+        )
+        .await?;
+    Ok(())
+}
 
 async fn views_of_messages(
     viewer: &TestClient,
@@ -178,18 +196,7 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
             .await?;
     }
     for viewer in [&carl, &sam, &ben, &eve, &cora] {
-        viewer
-            .update_dialog_filter(
-                FILTER_ALL,
-                Some(oxigram_proto::types::v1::DialogFilter {
-                    id: FILTER_ALL,
-                    title: "all".into(),
-                    contacts: true,
-                    non_contacts: true,
-                    ..Default::default()
-                }),
-            )
-            .await?;
+        make_filter_all(viewer).await?;
     }
     let eve_id = eve.user_id()?;
     let viewers = [
@@ -279,7 +286,7 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
                         .get_profile_photo(GetProfilePhotoRequest {
                             user_id: olga_id,
                             offset: 0,
-                            limit: 1024,
+                            limit: 4096,
                         })
                         .await;
                     match sees {
@@ -326,6 +333,7 @@ async fn by_default_nobody_but_her_contacts_sees_her_phone() -> anyhow::Result<(
     olga.send(sam.user_id()?, 1, "hello viewer").await?;
     olga.send(carl.user_id()?, 2, "hello viewer").await?;
     for (viewer, phone) in [(&sam, ""), (&carl, "15557200")] {
+        make_filter_all(viewer).await?;
         for (call, seen) in every_view(viewer, olga.user_id()?, "15557200", "olga_d").await? {
             assert_eq!(seen.map_err(anyhow::Error::msg)?.phone, phone, "{call}");
         }
