@@ -98,7 +98,7 @@ fn epoch_now() -> u64 {
         .unwrap_or_default()
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Status>> + Send>>;
+pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl Updates for UpdatesApi {

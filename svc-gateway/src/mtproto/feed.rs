@@ -13,15 +13,20 @@ use oxigram_proto::api::v1::{StreamRequest, updates_server::Updates};
 use oxigram_tl::Serializable;
 
 use super::{api, updates};
-use crate::{Gateway, updates_api::UpdatesApi};
+use crate::{
+    Gateway,
+    updates_api::{EventStream, UpdatesApi},
+};
 
 /// The connections that have a feed, by connection id.
 #[derive(Default, Clone)]
 pub struct Feeds(Arc<Mutex<HashSet<u64>>>);
 
 impl Feeds {
-    /// Starts the feed of the call's connection unless it has one.
-    pub fn ensure(&self, gateway: &Arc<Gateway>, call: &Call, header: &str) {
+    /// Starts the feed of the call's connection unless it has one. The stream is attached
+    /// before this returns, so before the call's answer leaves: whatever is committed once the
+    /// client holds the answer is pushed to it.
+    pub async fn ensure(&self, gateway: &Arc<Gateway>, call: &Call, header: &str) {
         let fresh = self
             .0
             .lock()
@@ -30,38 +35,44 @@ impl Feeds {
         if !fresh {
             return;
         }
-        let (feeds, gateway, header) = (self.clone(), gateway.clone(), header.to_owned());
+        let Some((user_id, events)) = open(gateway, header).await else {
+            self.forget(call.connection_id);
+            return;
+        };
+        let (feeds, gateway) = (self.clone(), gateway.clone());
         let (push, connection_id) = (call.push.clone(), call.connection_id);
         tokio::spawn(async move {
-            run(&gateway, &header, &push).await;
-            if let Ok(mut live) = feeds.0.lock() {
-                live.remove(&connection_id);
-            }
+            run(&gateway, user_id, events, &push).await;
+            feeds.forget(connection_id);
         });
+    }
+
+    fn forget(&self, connection_id: u64) {
+        if let Ok(mut live) = self.0.lock() {
+            live.remove(&connection_id);
+        }
+    }
+}
+
+/// The key's user and its update stream from now on, attached to the hub; none for a key not
+/// signed in (which opens no stream, as streams are rate-limited).
+async fn open(gateway: &Arc<Gateway>, header: &str) -> Option<(i64, EventStream)> {
+    let signed = api::request(header, ()).ok()?;
+    let (me, ()) = gateway.signed_in(signed).await.ok()?;
+    let request = api::request(header, StreamRequest { pts: 0 }).ok()?;
+    match UpdatesApi(gateway.clone()).stream(request).await {
+        Ok(stream) => Some((me.user_id, stream.into_inner())),
+        Err(status) => {
+            tracing::debug!(%status, "no update stream for an MTProto connection");
+            None
+        }
     }
 }
 
 /// Feeds one connection until it closes or its stream ends.
-async fn run(gateway: &Arc<Gateway>, header: &str, push: &Pusher) {
-    // A key not signed in has nothing to be fed (and opens no stream, which is rate-limited).
-    let Ok(signed) = api::request(header, ()) else {
-        return;
-    };
-    let Ok((me, ())) = gateway.signed_in(signed).await else {
-        return;
-    };
-    let Ok(request) = api::request(header, StreamRequest { pts: 0 }) else {
-        return;
-    };
-    let mut events = match UpdatesApi(gateway.clone()).stream(request).await {
-        Ok(stream) => stream.into_inner(),
-        Err(status) => {
-            tracing::debug!(%status, "no update stream for an MTProto connection");
-            return;
-        }
-    };
+async fn run(gateway: &Arc<Gateway>, user_id: i64, mut events: EventStream, push: &Pusher) {
     let _open = super::metrics::feed_opened();
-    let mut known = HashSet::from([me.user_id]);
+    let mut known = HashSet::from([user_id]);
     loop {
         let event = tokio::select! {
             event = events.next() => event,
@@ -70,7 +81,7 @@ async fn run(gateway: &Arc<Gateway>, header: &str, push: &Pusher) {
         let Some(Ok(event)) = event else {
             return;
         };
-        match updates::pushed(gateway, me.user_id, event, &mut known).await {
+        match updates::pushed(gateway, user_id, event, &mut known).await {
             Ok(Some(pushed)) => {
                 let outgoing = Outgoing {
                     body: pushed.to_bytes(),

@@ -141,7 +141,7 @@ impl Backend for Door {
         );
         // A connection gets pushes once it has made a call signed in (the feed checks that).
         if answer.is_ok() && !SIGNED_OUT_CALLS.contains(&oxigram_tl::constructor_id(&query)) {
-            self.feeds.ensure(&self.gateway, &call, &header);
+            self.feeds.ensure(&self.gateway, &call, &header).await;
         }
         answer
     }
