@@ -15,7 +15,7 @@ use std::{
 
 use oxigram_outbox::{FastPath, Outbox, RelayConfig};
 use oxigram_proto::{
-    dialogs::v1::{ContactList, GetDialogsRequest, dialogs_server::Dialogs},
+    dialogs::v1::{GetDialogsRequest, dialogs_server::Dialogs},
     types::v1::{
         self as types, DialogFilter, DialogsPage, DraftMessage, Peer, Update, UpdateDialogFilter,
         UserEvent, update,
@@ -107,9 +107,6 @@ fn request(list: List, after: Option<&types::Dialog>, hash: i64) -> GetDialogsRe
     GetDialogsRequest {
         owner_id: OWNER,
         request: Some(r),
-        contacts: Some(ContactList {
-            user_ids: (0..CONTACTS).map(|k| 1001 + 5 * k).collect(),
-        }),
     }
 }
 
@@ -136,6 +133,11 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     let rounds = flag("--rounds", 3)?;
 
     let started = Instant::now();
+    sqlx::query(include_str!("bench_dialogs_contacts.sql"))
+        .bind(OWNER)
+        .bind(CONTACTS)
+        .execute(&db.pool)
+        .await?;
     sqlx::query(include_str!("bench_dialogs_fill.sql"))
         .bind(OWNER)
         .bind(dialogs)
@@ -287,11 +289,6 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
     let filter_plan = |i: i32, after: i64, counted: bool| {
         let f = filter(i, dialogs);
         let ids = |peers: &[Peer]| -> Vec<i64> { peers.iter().filter_map(Peer::user_id).collect() };
-        let contacts: Vec<i64> = if svc_dialogs::filters::needs_contacts(&f) {
-            (0..CONTACTS).map(|k| 1001 + 5 * k).collect()
-        } else {
-            Vec::new()
-        };
         let pool = db.pool.clone();
         async move {
             sqlx::query_scalar::<_, String>(sqlx::AssertSqlSafe(explain(
@@ -307,7 +304,6 @@ async fn measure(db: &Migrated) -> anyhow::Result<()> {
             .bind(ids(&f.include_peers))
             .bind(f.contacts)
             .bind(f.non_contacts)
-            .bind(contacts)
             .bind(f.exclude_muted)
             .bind(f.exclude_read)
             .bind(f.exclude_archived)

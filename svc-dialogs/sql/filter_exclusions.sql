@@ -1,5 +1,5 @@
--- A filter's exclusions $12..$14 of muted (mute_until after $15, now), read (no unread
+-- A filter's exclusions $11..$13 of muted (mute_until after $14, now), read (no unread
 -- message and no unread mark) and archived dialogs.
-((NOT $12 OR mute_until <= $15)
- AND (NOT $13 OR unread_count > 0 OR unread_mark)
- AND (NOT $14 OR folder_id = 0))
+((NOT $11 OR mute_until <= $14)
+ AND (NOT $12 OR unread_count > 0 OR unread_mark)
+ AND (NOT $13 OR folder_id = 0))

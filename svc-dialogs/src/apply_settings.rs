@@ -2,8 +2,9 @@
 //! applied here in pts order by the same rules a device applies it (`oxigram_client::Mirror`):
 //! pins (at the head of the folder, never past its most), the pinned order, folders, the
 //! unread mark, notification settings, drafts, the hidden peer settings bar, dialog filters
-//! and their order. An update that names a dialog not here yet makes it (unlisted until it
-//! has a message), as on a device.
+//! and their order; and the owner's contacts, which filters of contacts or non-contacts sort
+//! dialogs by. An update that names a dialog not here yet makes it (unlisted until it has a
+//! message), as on a device.
 
 use oxigram_proto::{
     dialog_rules::{MAX_PINNED_DIALOGS, filter_order},
@@ -32,6 +33,7 @@ pub fn is_setting(kind: &update::Kind) -> bool {
             | update::Kind::DialogFilter(_)
             | update::Kind::DialogFilterOrder(_)
             | update::Kind::PeerSettingsBarHidden(_)
+            | update::Kind::Contact(_)
     )
 }
 
@@ -132,6 +134,14 @@ pub async fn apply(tx: &mut PgConnection, change: SettingChange) -> Result<(), s
             sqlx::query(include_str!("../sql/hide_settings_bar.sql"))
                 .bind(owner)
                 .bind(u.peer_user())
+                .execute(&mut *tx)
+                .await?;
+        }
+        update::Kind::Contact(u) => {
+            sqlx::query(include_str!("../sql/apply_contact.sql"))
+                .bind(owner)
+                .bind(u.user_id)
+                .bind(!u.deleted)
                 .execute(&mut *tx)
                 .await?;
         }

@@ -109,12 +109,6 @@ pub fn checked(id: i32, filter: DialogFilter) -> Result<DialogFilter, Status> {
     })
 }
 
-/// Whether the filter sorts dialogs by the owner's contacts (one category of the two: both
-/// take every private chat, neither takes none).
-pub fn needs_contacts(filter: &DialogFilter) -> bool {
-    filter.contacts != filter.non_contacts
-}
-
 /// `owner`'s dialog filters, in her order (primary key of dialog_filters, its owner prefix).
 pub async fn filters(pool: &PgPool, owner: i64) -> Result<Vec<DialogFilter>, sqlx::Error> {
     let rows: Vec<Vec<u8>> = sqlx::query_scalar(
@@ -175,26 +169,24 @@ macro_rules! rules {
     };
 }
 
-/// A filter's count besides its pinned peers, when $16 asks for it (sql/filter_count.sql with
+/// A filter's count besides its pinned peers, when $15 asks for it (sql/filter_count.sql with
 /// its parts in place).
 static COUNT: LazyLock<String> = LazyLock::new(|| {
-    let contacts = concat!(
-        include_str!("../sql/filter_count_contacts.sql"),
-        include_str!("../sql/filter_exclusions.sql"),
-    );
     let peers = concat!(
         include_str!("../sql/filter_count_peers.sql"),
         rules!(),
         include_str!("../sql/filter_count_peers_tail.sql"),
     );
     include_str!("../sql/filter_count.sql")
-        .replace("ALL_COUNT", include_str!("../sql/filter_count_all.sql"))
-        .replace("CONTACTS_COUNT", contacts)
+        .replace(
+            "CATEGORY_COUNT",
+            include_str!("../sql/filter_count_all.sql"),
+        )
         .replace("PEERS_COUNT", peers)
 });
 
 /// One page of what a filter's rules take besides its pinned peers, each row with the
-/// filter's count when $16 asks for it.
+/// filter's count when $15 asks for it.
 static PAGE: LazyLock<String> = LazyLock::new(|| {
     [
         include_str!("../sql/filter_page_head.sql"),
@@ -207,7 +199,7 @@ static PAGE: LazyLock<String> = LazyLock::new(|| {
     .concat()
 });
 
-/// The statement of a filter's page (and, with $16, its count): for plans (the benchmark).
+/// The statement of a filter's page (and, with $15, its count): for plans (the benchmark).
 pub fn page_sql() -> &'static str {
     PAGE.as_str()
 }
@@ -217,7 +209,6 @@ static COUNT_ALONE: LazyLock<String> = LazyLock::new(|| format!("SELECT {} AS to
 
 /// One page of the dialogs `filter` holds, and, on the first page, how many it holds in all
 /// (0 on later pages: counting them all is most of a page's cost, and the first page told it).
-/// `contacts`: the owner's contacts, needed when [`needs_contacts`].
 ///
 /// Two statements at most, each one snapshot that agrees with itself: the pinned peers'
 /// dialogs (by primary key; only on the pages that show them), and the rest of the page with
@@ -228,7 +219,6 @@ pub async fn page(
     pool: &PgPool,
     owner: i64,
     filter: &DialogFilter,
-    contacts: &[i64],
     offset: Offset,
     limit: i32,
 ) -> Result<(Vec<Dialog>, i32), sqlx::Error> {
@@ -310,7 +300,6 @@ pub async fn page(
         excluded: &excluded,
         included: &included,
         filter,
-        contacts,
         now: chrono::Utc::now().timestamp(),
         counted: first,
     };
@@ -349,14 +338,13 @@ pub async fn page(
 }
 
 /// What a filter's statements take, bound in the one order they share: $1 the owner, $2..$4
-/// the seek key, $5 the limit, $6..$8 the peers, $9..$15 the rules, $16 whether to count.
+/// the seek key, $5 the limit, $6..$8 the peers, $9..$14 the rules, $15 whether to count.
 struct Rules<'a> {
     owner: i64,
     pinned: &'a [i64],
     excluded: &'a [i64],
     included: &'a [i64],
     filter: &'a DialogFilter,
-    contacts: &'a [i64],
     now: i64,
     counted: bool,
 }
@@ -379,7 +367,6 @@ impl Rules<'_> {
             .bind(self.included)
             .bind(self.filter.contacts)
             .bind(self.filter.non_contacts)
-            .bind(self.contacts)
             .bind(self.filter.exclude_muted)
             .bind(self.filter.exclude_read)
             .bind(self.filter.exclude_archived)

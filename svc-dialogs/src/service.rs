@@ -151,11 +151,7 @@ impl Dialogs for DialogsService {
         &self,
         request: Request<GetDialogsRequest>,
     ) -> Result<Response<DialogsPage>, Status> {
-        let GetDialogsRequest {
-            owner_id,
-            request,
-            contacts,
-        } = request.into_inner();
+        let GetDialogsRequest { owner_id, request } = request.into_inner();
         let r = request.unwrap_or_default();
         let limit = oxigram_errors::page_limit(r.limit, 20, MAX_DIALOGS_LIMIT)?;
         // The seek key's peer as the previous page gave it; none is 0, which continues after
@@ -176,18 +172,6 @@ impl Dialogs for DialogsService {
                 .await
                 .map_err(Error::from)?
                 .ok_or_else(|| status(ErrorCode::FilterIdInvalid, "no such filter"))?;
-            let contacts = match (filters::needs_contacts(&filter), contacts) {
-                (false, _) => Vec::new(),
-                (true, Some(c)) => c.user_ids,
-                // The gateway passes the owner's contacts with every request naming a
-                // filter: without them the caller broke this API's contract.
-                (true, None) => {
-                    return Err(status(
-                        ErrorCode::Internal,
-                        "a filter by contacts asked for without the owner's contacts",
-                    ));
-                }
-            };
             let offset = if first {
                 filters::Offset::First
             } else if r.offset_pinned {
@@ -195,10 +179,9 @@ impl Dialogs for DialogsService {
             } else {
                 filters::Offset::After(r.offset_date, r.offset_id, offset_peer)
             };
-            let (dialogs, count) =
-                filters::page(&self.pool, owner_id, &filter, &contacts, offset, limit)
-                    .await
-                    .map_err(Error::from)?;
+            let (dialogs, count) = filters::page(&self.pool, owner_id, &filter, offset, limit)
+                .await
+                .map_err(Error::from)?;
             return Ok(Response::new(answer_page(dialogs, count, r.hash)));
         }
         settings::check_folder(r.folder_id)?;

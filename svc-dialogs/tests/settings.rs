@@ -9,10 +9,10 @@ use oxigram_proto::{
     dialog_rules::{MAX_PINNED_DIALOGS, MUTE_FOREVER},
     types::v1::{
         Dialog, DialogFilter, DraftMessage, FolderPeer, Message, Peer, PeerNotifySettings, Update,
-        UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned, UpdateDialogUnreadMark,
-        UpdateDraftMessage, UpdateFolderPeers, UpdateNewMessage, UpdateNotifySettings,
-        UpdatePeerSettingsBarHidden, UpdatePinnedDialogs, UpdateReadHistoryInbox, UserEvent,
-        update,
+        UpdateContact, UpdateDialogFilter, UpdateDialogFilterOrder, UpdateDialogPinned,
+        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateFolderPeers, UpdateNewMessage,
+        UpdateNotifySettings, UpdatePeerSettingsBarHidden, UpdatePinnedDialogs,
+        UpdateReadHistoryInbox, UserEvent, update,
     },
 };
 use oxigram_testkit::store::{self, Migrated};
@@ -468,17 +468,49 @@ async fn filters_are_made_edited_ordered_and_deleted() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The peers of a filter's whole list, page after page of `limit`, and its count.
+/// Makes the owner's contacts exactly `contacts` through her log's contact updates: those she
+/// has and `contacts` leaves out deleted, the others added.
+async fn set_contacts(db: &mut Db, contacts: &[i64]) -> anyhow::Result<()> {
+    let kept: Vec<i64> =
+        sqlx::query_scalar("SELECT peer_user_id FROM contacts WHERE owner_id = $1")
+            .bind(OWNER)
+            .fetch_all(&db.schema.pool)
+            .await?;
+    let changes = kept
+        .iter()
+        .filter(|p| !contacts.contains(p))
+        .map(|p| (*p, true))
+        .chain(
+            contacts
+                .iter()
+                .filter(|p| !kept.contains(p))
+                .map(|p| (*p, false)),
+        );
+    for (user_id, deleted) in changes.collect::<Vec<_>>() {
+        db.apply(update::Kind::Contact(UpdateContact {
+            user_id,
+            first_name: if deleted { String::new() } else { "C".into() },
+            deleted,
+            ..Default::default()
+        }))
+        .await?;
+    }
+    Ok(())
+}
+
+/// The peers of a filter's whole list, page after page of `limit`, and its count, with the
+/// owner's contacts made `contacts` first.
 async fn filter_pages(
-    db: &Db,
+    db: &mut Db,
     f: &DialogFilter,
     contacts: &[i64],
     limit: i32,
 ) -> anyhow::Result<(Vec<(i64, bool)>, i32)> {
+    set_contacts(db, contacts).await?;
     let pool = &db.schema.pool;
     let (mut seen, mut offset, mut count) = (Vec::new(), Offset::First, None);
     loop {
-        let (page, total) = filters::page(pool, OWNER, f, contacts, offset, limit).await?;
+        let (page, total) = filters::page(pool, OWNER, f, offset, limit).await?;
         // Counted on the first page; 0 on later ones.
         match count {
             None => count = Some(total),
@@ -600,7 +632,7 @@ async fn a_filter_lists_its_pinned_peers_then_what_its_rules_take() -> anyhow::R
     ];
     for (name, f, contacts, expected) in table {
         for limit in [1, 2, 100] {
-            let (seen, count) = filter_pages(&db, &f, contacts, limit).await?;
+            let (seen, count) = filter_pages(&mut db, &f, contacts, limit).await?;
             assert_eq!(seen, expected, "{name}, pages of {limit}");
             assert_eq!(count as usize, expected.len(), "{name}: count");
         }
@@ -631,6 +663,57 @@ impl Draws {
 
 /// The counts kept per owner (folders, and filters of every rule kind, timed mutes ahead and
 /// past included) say what the pages hold, whatever the dialogs' state.
+#[tokio::test]
+async fn a_dialog_follows_its_peer_in_and_out_of_the_contacts() -> anyhow::Result<()> {
+    let mut db = schema().await?;
+    let contact = |user_id: i64, first_name: &str, deleted: bool| {
+        update::Kind::Contact(UpdateContact {
+            user_id,
+            first_name: first_name.into(),
+            deleted,
+            ..Default::default()
+        })
+    };
+    let contacts = DialogFilter {
+        id: 2,
+        title: "contacts".into(),
+        contacts: true,
+        ..Default::default()
+    };
+    let others = DialogFilter {
+        id: 3,
+        title: "others".into(),
+        non_contacts: true,
+        ..Default::default()
+    };
+    let pool = db.schema.pool.clone();
+    let first_page = |f: DialogFilter| {
+        let pool = pool.clone();
+        async move {
+            let (page, count) = filters::page(&pool, OWNER, &f, Offset::First, 100).await?;
+            let peers: Vec<i64> = page.iter().map(Dialog::peer_user).collect();
+            anyhow::Ok((peers, count))
+        }
+    };
+    // A contact kept before the first message: the dialog the message makes knows it.
+    db.apply(contact(21, "Ann", false)).await?;
+    db.message(21, 1, 100, false).await?;
+    db.message(22, 2, 101, false).await?;
+    assert_eq!(first_page(contacts.clone()).await?, (vec![21], 1));
+    assert_eq!(first_page(others.clone()).await?, (vec![22], 1));
+    // Renamed, still a contact; then deleted, one of the others.
+    db.apply(contact(21, "Anna", false)).await?;
+    assert_eq!(first_page(contacts.clone()).await?, (vec![21], 1));
+    db.apply(contact(21, "", true)).await?;
+    assert_eq!(first_page(contacts.clone()).await?, (vec![], 0));
+    assert_eq!(first_page(others.clone()).await?, (vec![22, 21], 2));
+    // Kept again after the dialog exists.
+    db.apply(contact(22, "Bob", false)).await?;
+    assert_eq!(first_page(contacts).await?, (vec![22], 1));
+    assert_eq!(first_page(others).await?, (vec![21], 1));
+    Ok(())
+}
+
 #[tokio::test]
 async fn counts_kept_per_list_are_what_the_pages_hold() -> anyhow::Result<()> {
     let mut db = schema().await?;
@@ -718,7 +801,7 @@ async fn counts_kept_per_list_are_what_the_pages_hold() -> anyhow::Result<()> {
             exclude_peers: users(&excluded),
             ..Default::default()
         };
-        let (seen, count) = filter_pages(&db, &f, &contacts, 7).await?;
+        let (seen, count) = filter_pages(&mut db, &f, &contacts, 7).await?;
         assert_eq!(count as usize, seen.len(), "case {case}: {f:?}");
     }
     Ok(())
@@ -781,7 +864,6 @@ async fn a_first_page_and_its_count_are_one_snapshot() -> anyhow::Result<()> {
                 filter_id,
                 ..Default::default()
             }),
-            contacts: None,
         };
         let arrive = async {
             let deadline = Instant::now() + Duration::from_secs(20);

@@ -1,38 +1,14 @@
 //! The internal requests the gateway makes of a client's request: each domain service takes
 //! the client's request as it came, beside the signed-in caller it acts for (and her device,
 //! where the service tells the device's session apart). One line per internal request here,
-//! so an RPC of the gateway never copies a field; GetDialogs, which may carry the caller's
-//! contacts, has a function of its own.
+//! so an RPC of the gateway never copies a field.
 
 use oxigram_proto::{
     dialogs::v1 as dialogs, media::v1 as media, messages::v1 as messages, types::v1 as types,
     updates::v1 as updates,
 };
 
-use sqlx::PgPool;
-
-use crate::{auth::SignedIn, people};
-
-/// GetDialogs acting for the caller. A request that names a dialog filter carries her
-/// contacts, which a filter of contacts or of non-contacts sorts dialogs by (svc-dialogs knows
-/// the filter, the gateway the contacts); a page of a folder reads none.
-pub async fn get_dialogs(
-    pool: &PgPool,
-    me: SignedIn,
-    request: types::GetDialogsRequest,
-) -> Result<dialogs::GetDialogsRequest, sqlx::Error> {
-    let contacts = if request.filter_id != 0 {
-        let user_ids = people::contact_ids(pool, me.user_id).await?;
-        Some(dialogs::ContactList { user_ids })
-    } else {
-        None
-    };
-    Ok(dialogs::GetDialogsRequest {
-        owner_id: me.user_id,
-        request: Some(request),
-        contacts,
-    })
-}
+use crate::auth::SignedIn;
 
 /// An internal request acting for the signed-in caller on her request `T`.
 pub trait Acting<T> {
@@ -65,6 +41,7 @@ acting! {
     messages::BlockRequest { owner_id } = types::BlockRequest;
     messages::GetBlockedRequest { owner_id } = types::GetBlockedRequest;
     messages::SearchRequest { owner_id } = types::SearchRequest;
+    dialogs::GetDialogsRequest { owner_id } = types::GetDialogsRequest;
     dialogs::GetPeerDialogsRequest { owner_id } = types::GetPeerDialogsRequest;
     dialogs::ToggleDialogPinRequest { owner_id, auth_key_id } = types::ToggleDialogPinRequest;
     dialogs::ReorderPinnedDialogsRequest { owner_id, auth_key_id } = types::ReorderPinnedDialogsRequest;

@@ -18,11 +18,7 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{
-    Gateway,
-    acting::{self, Acting},
-    people,
-};
+use crate::{Gateway, acting::Acting, people};
 
 pub struct DialogsApi(pub Arc<Gateway>);
 
@@ -103,9 +99,7 @@ impl Dialogs for DialogsApi {
         request: Request<GetDialogsRequest>,
     ) -> Result<Response<DialogsSlice>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let request = acting::get_dialogs(&self.0.pool, me, request)
-            .await
-            .map_err(Error::from)?;
+        let request = dialogs_svc::GetDialogsRequest::acting(me, request);
         let page = self.0.dialogs.clone().get_dialogs(request).await;
         let page = page.map_err(forward)?.into_inner();
         Ok(Response::new(self.slice(me.user_id, page).await?))

@@ -486,7 +486,6 @@ impl PresenceTracker {
                 let request = GetDialogsRequest {
                     owner_id: user_id,
                     request: Some(page),
-                    contacts: None,
                 };
                 let dialogs = self.dialogs.clone().get_dialogs(request).await?;
                 let dialogs = dialogs.into_inner().dialogs;

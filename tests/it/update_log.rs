@@ -378,7 +378,6 @@ async fn dialogs_apply_a_users_log_in_pts_order_once() -> anyhow::Result<()> {
                         limit: 10,
                         ..Default::default()
                     }),
-                    contacts: None,
                 })
                 .await?
                 .into_inner();
