@@ -617,3 +617,120 @@ async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<
     assert_eq!(her.map(|u| u.status), Some(None), "Dave reads no status");
     Ok(())
 }
+
+/// How long ago a user was online, as those her last-seen rule keeps from the time see it:
+/// "recently" within three days, then "within a week", "within a month", then nothing; her
+/// contact, whom the rule lets see the time, reads the time itself. Her last seen is moved back
+/// in the gateway's table and her presence dropped from Redis, as after a long absence (Redis
+/// forgets presences; the table keeps the last seen).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_see_how_long_ago_in_buckets() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    config.gateway.offline_grace_ms = 300;
+    config.gateway.online_after_call_secs = 1;
+    let redis_url = config.redis_url.clone().context("no redis")?;
+    let prefix = config.redis_key_prefix.clone();
+    let system = System::start_with(config, ground, Mode::OneProcess).await?;
+    let [alice, bob, carol] = system
+        .users([
+            ("15557521", "Alice"),
+            ("15557522", "Bob"),
+            ("15557523", "Carol"),
+        ])
+        .await?;
+    let alice_id = alice.user_id()?;
+    alice
+        .set_privacy(PrivacyRule {
+            key: privacy_rule::Key::LastSeen as i32,
+            value: privacy_rule::Value::Contacts as i32,
+            ..Default::default()
+        })
+        .await?;
+    alice.import_contacts(&[("15557522", "Bob", "")]).await?;
+    // Her last call is behind her once she has gone offline with a last seen.
+    let mut db = system.db().await?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let kept: Option<i64> =
+            sqlx::query_scalar("SELECT user_id FROM gateway.last_seen WHERE user_id = $1")
+                .bind(alice_id)
+                .fetch_optional(&mut db)
+                .await?;
+        if kept.is_some() {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "no last seen of hers within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let redis = redis::Client::open(redis_url.as_str())?;
+    let mut redis = redis.get_multiplexed_async_connection().await?;
+    let hour = 60 * 60;
+    let day = 24 * hour;
+    // (case, how long ago, what a stranger sees: none for nothing)
+    type Bucket = Option<fn(&user_status::Kind) -> bool>;
+    let table: [(&str, i64, Bucket); 5] = [
+        (
+            "two days ago",
+            2 * day,
+            Some(|k| matches!(k, user_status::Kind::Recently(_))),
+        ),
+        (
+            "four days ago",
+            4 * day,
+            Some(|k| matches!(k, user_status::Kind::LastWeek(_))),
+        ),
+        (
+            "six days ago",
+            6 * day + 23 * hour,
+            Some(|k| matches!(k, user_status::Kind::LastWeek(_))),
+        ),
+        (
+            "twenty days ago",
+            20 * day,
+            Some(|k| matches!(k, user_status::Kind::LastMonth(_))),
+        ),
+        ("sixty days ago", 60 * day, None),
+    ];
+    for (case, ago, expected) in table {
+        let was_online: i64 =
+            sqlx::query_scalar("UPDATE gateway.last_seen SET was_online = now() - make_interval(secs => $2) WHERE user_id = $1 RETURNING floor(extract(epoch FROM was_online))::BIGINT")
+                .bind(alice_id)
+                .bind(ago as f64)
+                .fetch_one(&mut db)
+                .await?;
+        redis::cmd("DEL")
+            .arg(format!("{prefix}presence:{alice_id}"))
+            .query_async::<()>(&mut redis)
+            .await?;
+        let seen = status_by_phone(&carol, "15557521").await?;
+        match (expected, &seen) {
+            (Some(is), Some(kind)) => assert!(is(kind), "{case}: a stranger sees {kind:?}"),
+            (None, None) => {}
+            _ => panic!("{case}: a stranger sees {seen:?}"),
+        }
+        let exact = status_by_phone(&bob, "15557521").await?;
+        let Some(user_status::Kind::Offline(exact)) = exact else {
+            panic!("{case}: her contact sees {exact:?}, not the time");
+        };
+        assert_eq!(exact.was_online, was_online, "{case}: her contact's time");
+    }
+    Ok(())
+}
+
+/// The status of the user with `phone` as `viewer` reads it in ResolvePhone.
+async fn status_by_phone(
+    viewer: &TestClient,
+    phone: &str,
+) -> anyhow::Result<Option<user_status::Kind>> {
+    let her = viewer
+        .users()
+        .resolve_phone(ResolvePhoneRequest {
+            phone: phone.into(),
+        })
+        .await?
+        .into_inner();
+    Ok(her.status.and_then(|s| s.kind))
+}
