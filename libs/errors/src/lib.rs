@@ -171,6 +171,10 @@ pub enum ErrorCode {
     /// missing ones: nothing is wrong with them, so the outbox retries them without growing
     /// its backoff.
     EventsAheadOfGap,
+    // ops
+    /// An admin API call without `authorization: Bearer <token>`, or with a token other than
+    /// the configured `[admin] token`.
+    AdminTokenInvalid,
 }
 
 impl ErrorCode {
@@ -258,6 +262,8 @@ impl ErrorCode {
             Self::FileReferenceInvalid => "FILE_REFERENCE_INVALID",
             Self::FileHashUnknown => "FILE_HASH_UNKNOWN",
             Self::EventsAheadOfGap => "EVENTS_AHEAD_OF_GAP",
+            // ops
+            Self::AdminTokenInvalid => "ADMIN_TOKEN_INVALID",
         };
         s.to_owned()
     }
@@ -279,6 +285,8 @@ impl ErrorCode {
             }
             Self::Unavailable | Self::EventsAheadOfGap => Code::Unavailable,
             Self::Internal => Code::Internal,
+            // ops
+            Self::AdminTokenInvalid => Code::Unauthenticated,
             _ => Code::InvalidArgument,
         }
     }

@@ -397,6 +397,14 @@ impl BalancingConfig {
     }
 }
 
+/// The operator's admin API (the outbox's failed rows, see `oxigram_outbox::AdminService`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AdminConfig {
+    /// The bearer token every admin call must carry; empty turns the admin API off.
+    pub token: String,
+}
+
 /// The whole configuration of an oxigram process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -425,6 +433,7 @@ pub struct Config {
     pub media: MediaConfig,
     pub mtproto: MtprotoConfig,
     pub balancing: BalancingConfig,
+    pub admin: AdminConfig,
 }
 
 impl Default for Config {
@@ -449,6 +458,7 @@ impl Default for Config {
             media: MediaConfig::default(),
             mtproto: MtprotoConfig::default(),
             balancing: BalancingConfig::default(),
+            admin: AdminConfig::default(),
         }
     }
 }

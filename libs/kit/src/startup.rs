@@ -21,6 +21,8 @@ pub struct Starting {
     pub pool: PgPool,
     schema: &'static str,
     migrations: &'static Migrator,
+    /// `[admin] token`: when set, the service also serves the admin API of its outbox.
+    admin_token: String,
 }
 
 impl Starting {
@@ -46,19 +48,27 @@ impl Starting {
             pool,
             schema,
             migrations,
+            admin_token: config.admin.token.clone(),
         })
     }
 
     /// Serves `routes` until `shutdown`. Meanwhile it becomes ready ([`become_ready`], with
     /// `dependencies`), and only then runs `after_ready` (relays and other background loops,
     /// which must end on `shutdown`): nothing is handed on before the schema is migrated.
+    /// Every service's schema holds an outbox, so with `[admin] token` set each one serves
+    /// its admin API beside `routes`.
     pub async fn serve(
         self,
-        routes: tonic::service::Routes,
+        mut routes: tonic::service::Routes,
         dependencies: Vec<(&'static str, String)>,
         after_ready: impl Future<Output = ()> + Send + 'static,
         shutdown: CancellationToken,
     ) -> anyhow::Result<()> {
+        if let Some(admin) =
+            oxigram_outbox::AdminService::server(self.pool.clone(), &self.admin_token)
+        {
+            routes = routes.add_service(admin);
+        }
         let ready = become_ready(
             self.server.readiness(),
             self.pool,

@@ -11,6 +11,7 @@
 //! refused as malformed: [`Refused::permanent`]) are kept as failed after `max_attempts`. The
 //! receiver deduplicates by event id ([`first_deliveries`]), so a replay is harmless.
 
+mod admin;
 mod batch;
 mod fast_path;
 mod frame;
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+pub use admin::{AdminService, MAX_ADMIN_IDS};
 pub use batch::next_batch;
 use batch::next_batch_lingering;
 pub use fast_path::FastPath;

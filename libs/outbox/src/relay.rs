@@ -153,9 +153,9 @@ impl<D: Destination> Destination for Arc<D> {
     }
 }
 
-/// What a round delivered: rows delivered, their events' count, and the rows to retry with
-/// the refusal that stopped the round.
-type Delivery = (Vec<i64>, usize, Option<(Vec<i64>, Refused)>);
+/// What a round delivered: rows delivered, their events' count, and the rows to retry, each
+/// group with its own refusal.
+type Delivery = (Vec<i64>, usize, Vec<(Vec<i64>, Refused)>);
 
 /// The relay of one destination.
 pub struct Relay<D> {
@@ -239,7 +239,7 @@ impl<D: Destination> Relay<D> {
         let (delivered, events_delivered, refused) = self
             .renewing_lease(&leased, self.deliver_calls(readable))
             .await;
-        if let Some((ids, error)) = refused {
+        for (ids, error) in refused {
             self.retry_later(&ids, error).await?;
         }
         for (id, error) in unreadable {
@@ -257,15 +257,19 @@ impl<D: Destination> Relay<D> {
     }
 
     /// Delivers the claimed rows' events call after call; returns the rows delivered, their
-    /// events' count, and the rows left for a retry with the refusal that stopped the round.
+    /// events' count, and the rows left for a retry with their refusals.
     async fn deliver_calls(&self, readable: Vec<(i64, Vec<OutboxMessage>)>) -> Delivery {
         let mut delivered: Vec<i64> = Vec::new();
         let mut events_delivered = 0;
-        // After a refused call the rest wait too: the destination is likely down, and calling
-        // it again within the round would only fail again.
-        let mut refused: Option<(Vec<i64>, Refused)> = None;
+        let mut refused: Vec<(Vec<i64>, Refused)> = Vec::new();
+        // After a refused call the rest of the round is not tried: the destination is likely
+        // down, and calling it again within the round would only fail again. Those rows were
+        // never offered, so they retry like the refused call's rows (waiting or backing off) but
+        // never as permanently refused: that belongs to the refused call's rows alone, and must
+        // not make good rows that merely shared its round fail once out of attempts.
+        let mut untried: Option<(Vec<i64>, Refused)> = None;
         for (ids, batch) in batch::calls(readable) {
-            if let Some((waiting, _)) = refused.as_mut() {
+            if let Some((waiting, _)) = untried.as_mut() {
                 waiting.extend(ids);
                 continue;
             }
@@ -281,10 +285,17 @@ impl<D: Destination> Relay<D> {
                 }
                 Err(error) => {
                     tracing::warn!(destination = D::NAME, %error, events = batch.len(), "outbox delivery failed");
-                    refused = Some((ids, error));
+                    let not_tried = Refused {
+                        detail: format!("not tried after a refused call: {}", error.detail),
+                        permanent: false,
+                        waiting: error.waiting,
+                    };
+                    untried = Some((Vec::new(), not_tried));
+                    refused.push((ids, error));
                 }
             }
         }
+        refused.extend(untried.filter(|(ids, _)| !ids.is_empty()));
         (delivered, events_delivered, refused)
     }
 

@@ -1,6 +1,6 @@
 //! Generated gRPC code, one module per proto package: the client API (`api::v1`), each
 //! internal service's API (`messages::v1`, `updates::v1`, `dialogs::v1`, `dispatch::v1`,
-//! `media::v1`, `gateway::v1`) and the domain types they share (`types::v1`); and the codec of
+//! `media::v1`, `gateway::v1`), the operators' admin API (`admin::v1`) and the domain types they share (`types::v1`); and the codec of
 //! the client API's servers (`codec`). An internal service's package holds its own API only:
 //! what two services both speak is in `types`, and so are the client's requests that an
 //! internal API takes as they are (`api::v1` re-exports them, so a client names every message
@@ -57,6 +57,7 @@ package!(dialogs, "oxigram.dialogs.v1");
 package!(dispatch, "oxigram.dispatch.v1");
 package!(media, "oxigram.media.v1");
 package!(gateway, "oxigram.gateway.v1");
+package!(admin, "oxigram.admin.v1");
 
 /// Encoded file descriptors of every package, for the gRPC reflection service.
 pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("oxigram_descriptor");
