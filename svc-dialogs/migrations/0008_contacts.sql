@@ -1,8 +1,8 @@
 -- The owner's contacts, as the contact updates of her log tell them, so that a dialog filter
 -- of contacts or of non-contacts reads a column of the dialog and a row of the counts instead
--- of probing every contact: `contacts` holds who they are (a dialog made later learns it from
+-- of probing every contact: `dialog_contacts` holds who they are (a dialog made later learns it from
 -- here), `dialogs.contact` whether a dialog's peer is one, and dialog_counts counts them apart.
-CREATE TABLE contacts (
+CREATE TABLE dialog_contacts (
     owner_id     BIGINT NOT NULL,
     peer_user_id BIGINT NOT NULL,
     PRIMARY KEY (owner_id, peer_user_id)
@@ -11,18 +11,18 @@ CREATE TABLE contacts (
 DO $$
 BEGIN
     FOR i IN 0..7 LOOP
-        EXECUTE format('CREATE TABLE contacts_p%s PARTITION OF contacts FOR VALUES WITH (MODULUS 8, REMAINDER %s)', i, i);
+        EXECUTE format('CREATE TABLE dialog_contacts_p%s PARTITION OF dialog_contacts FOR VALUES WITH (MODULUS 8, REMAINDER %s)', i, i);
     END LOOP;
 END $$;
 
 ALTER TABLE dialogs ADD COLUMN contact BOOLEAN NOT NULL DEFAULT false;
 
 -- Every statement that makes a dialog row (a message, a setting, a draft, …) gets its
--- contact flag from `contacts` here, one primary-key probe, so no insert path can forget it.
+-- contact flag from `dialog_contacts` here, one primary-key probe, so no insert path can forget it.
 CREATE FUNCTION dialog_contact_of_new() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.contact := EXISTS (SELECT 1 FROM contacts
+    NEW.contact := EXISTS (SELECT 1 FROM dialog_contacts
                            WHERE owner_id = NEW.owner_id AND peer_user_id = NEW.peer_user_id);
     RETURN NEW;
 END $$;

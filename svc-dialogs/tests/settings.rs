@@ -472,7 +472,7 @@ async fn filters_are_made_edited_ordered_and_deleted() -> anyhow::Result<()> {
 /// has and `contacts` leaves out deleted, the others added.
 async fn set_contacts(db: &mut Db, contacts: &[i64]) -> anyhow::Result<()> {
     let kept: Vec<i64> =
-        sqlx::query_scalar("SELECT peer_user_id FROM contacts WHERE owner_id = $1")
+        sqlx::query_scalar("SELECT peer_user_id FROM dialog_contacts WHERE owner_id = $1")
             .bind(OWNER)
             .fetch_all(&db.schema.pool)
             .await?;

@@ -40,6 +40,7 @@ const OWNED: [(&str, &[&str]); 6] = [
             "dialog_incoming",
             "outbox_reads",
             "device_receipts",
+            "dialog_contacts",
         ],
     ),
     ("dispatch", &[]),
