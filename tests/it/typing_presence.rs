@@ -15,7 +15,7 @@ use oxigram_proto::{
         send_message_action::Kind, user_status,
     },
 };
-use oxigram_tests::{Mode, System, TestClient, client::code};
+use oxigram_tests::{Mode, System, TestClient, client::code, eventually};
 use sqlx::Row;
 use tokio::time::Instant;
 use tonic::Streaming;
@@ -539,13 +539,7 @@ async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<
         ])
         .await?;
     let alice_id = alice.user_id()?;
-    alice
-        .set_privacy(PrivacyRule {
-            key: privacy_rule::Key::LastSeen as i32,
-            value: privacy_rule::Value::Contacts as i32,
-            ..Default::default()
-        })
-        .await?;
+    last_seen_for_contacts(&alice).await?;
     alice
         .import_contacts(&[("15557502", "Bob", ""), ("15557504", "Dave", "")])
         .await?;
@@ -595,14 +589,8 @@ async fn the_last_seen_rule_decides_who_sees_the_exact_time() -> anyhow::Result<
     );
     // Answers that carry her say the same.
     for (viewer, expected) in [(&bob, &seen[0]), (&carol, &seen[1])] {
-        let her = viewer
-            .users()
-            .resolve_phone(ResolvePhoneRequest {
-                phone: "15557501".into(),
-            })
-            .await?
-            .into_inner();
-        assert_eq!(her.status.and_then(|s| s.kind).as_ref(), Some(expected));
+        let seen = status_by_phone(viewer, "15557501").await?;
+        assert_eq!(seen.as_ref(), Some(expected));
     }
     // The others heard both changes by now; Dave, whom she blocked, hears none.
     let heard = next_status(&mut dave_updates, alice_id, Duration::from_secs(1)).await;
@@ -639,32 +627,22 @@ async fn strangers_see_how_long_ago_in_buckets() -> anyhow::Result<()> {
         ])
         .await?;
     let alice_id = alice.user_id()?;
-    alice
-        .set_privacy(PrivacyRule {
-            key: privacy_rule::Key::LastSeen as i32,
-            value: privacy_rule::Value::Contacts as i32,
-            ..Default::default()
-        })
-        .await?;
+    last_seen_for_contacts(&alice).await?;
     alice.import_contacts(&[("15557522", "Bob", "")]).await?;
     // Her last call is behind her once she has gone offline with a last seen.
-    let mut db = system.db().await?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let kept: Option<i64> =
-            sqlx::query_scalar("SELECT user_id FROM gateway.last_seen WHERE user_id = $1")
-                .bind(alice_id)
-                .fetch_optional(&mut db)
-                .await?;
-        if kept.is_some() {
-            break;
+    eventually(Duration::from_secs(10), "her last seen", || {
+        let db = system.db();
+        async move {
+            let kept: Option<i64> =
+                sqlx::query_scalar("SELECT user_id FROM gateway.last_seen WHERE user_id = $1")
+                    .bind(alice_id)
+                    .fetch_optional(&mut db.await?)
+                    .await?;
+            Ok(kept.map(|_| ()))
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "no last seen of hers within 10 s"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await?;
+    let mut db = system.db().await?;
     let redis = redis::Client::open(redis_url.as_str())?;
     let mut redis = redis.get_multiplexed_async_connection().await?;
     let hour = 60 * 60;
@@ -733,4 +711,15 @@ async fn status_by_phone(
         .await?
         .into_inner();
     Ok(her.status.and_then(|s| s.kind))
+}
+
+/// `user` shows her exact last seen to her contacts only.
+async fn last_seen_for_contacts(user: &TestClient) -> anyhow::Result<()> {
+    user.set_privacy(PrivacyRule {
+        key: privacy_rule::Key::LastSeen as i32,
+        value: privacy_rule::Value::Contacts as i32,
+        ..Default::default()
+    })
+    .await?;
+    Ok(())
 }
