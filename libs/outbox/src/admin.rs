@@ -10,6 +10,7 @@ use oxigram_proto::admin::v1::{
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
+use subtle::ConstantTimeEq as _;
 use tonic::{Request, Response, Status};
 
 /// Most ids one requeue names, and most rows one page lists.
@@ -47,11 +48,7 @@ impl AdminService {
                 )
             })?;
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        let differs = digest
-            .iter()
-            .zip(&self.token)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        if differs == 0 {
+        if bool::from(digest.ct_eq(&self.token)) {
             Ok(())
         } else {
             Err(status(ErrorCode::AdminTokenInvalid, "wrong admin token"))
