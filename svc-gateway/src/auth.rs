@@ -56,6 +56,7 @@ impl Gateway {
     pub async fn signed_in<T>(&self, request: Request<T>) -> Result<(SignedIn, T), Status> {
         let me = caller(self, request.metadata()).await?;
         let user_id = me.user()?;
+        self.refuse_banned(user_id)?;
         let me = SignedIn {
             user_id,
             auth_key_id: me.auth_key_id,
@@ -63,6 +64,14 @@ impl Gateway {
         // Every signed-in call keeps its user online for a while.
         self.presence.touch(user_id);
         Ok((me, request.into_inner()))
+    }
+
+    /// `USER_DEACTIVATED_BAN` when `user_id` is on the operator's ban list.
+    pub fn refuse_banned(&self, user_id: i64) -> Result<(), Status> {
+        if self.rules.is_banned(user_id) {
+            return Err(Error::new(ErrorCode::UserDeactivatedBan, "this account is banned").into());
+        }
+        Ok(())
     }
 }
 
@@ -173,6 +182,7 @@ impl AuthApi {
     /// Binds the caller's key to `user_id`. Switching accounts on one key ends the key's open
     /// streams, so nothing of the old account reaches the new session.
     async fn bind(&self, me: Caller, user_id: i64) -> Result<(), Status> {
+        self.0.refuse_banned(user_id)?;
         accounts::bind_auth_key(&self.0.pool, me.auth_key_id, Some(user_id))
             .await
             .map_err(Error::from)?;

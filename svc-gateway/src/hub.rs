@@ -153,6 +153,13 @@ impl Hub {
             .count()
     }
 
+    /// Ends every stream of a user (she was banned): dropping a stream's sender ends it.
+    pub fn disconnect_user(&self, user_id: i64) {
+        if let Ok(mut devices) = self.shard(user_id).lock() {
+            devices.remove(&user_id);
+        }
+    }
+
     /// Ends every stream of a device (it logged out). Rare: it visits every shard, one at a
     /// time.
     pub fn disconnect_device(&self, auth_key_id: i64) {

@@ -16,6 +16,7 @@ mod dialogs_api;
 mod hub;
 pub mod last_seen;
 mod limits;
+mod limits_admin;
 mod media_api;
 mod messages_api;
 mod metrics;
@@ -27,6 +28,7 @@ mod presence;
 pub mod privacy;
 pub mod profile;
 mod profile_push;
+pub mod rules;
 pub mod status;
 mod transient;
 mod typing;
@@ -48,6 +50,7 @@ use oxigram_kit::{
 };
 use oxigram_outbox::Outbox;
 use oxigram_proto::{
+    admin::v1::limits_admin_server::LimitsAdminServer,
     api::v1::{
         account_server::AccountServer, auth_server::AuthServer, contacts_server::ContactsServer,
         dialogs_server::DialogsServer, media_server::MediaServer, messages_server::MessagesServer,
@@ -82,6 +85,8 @@ pub struct Gateway {
     hub: Arc<hub::Hub>,
     routes: Routes,
     limits: limits::Limits,
+    /// The operator's limit overrides and ban list, as this instance last loaded them.
+    rules: Arc<rules::LiveRules>,
     /// The updates of users' own changes (profile, privacy, contacts) on their way to their logs.
     outbox: Outbox,
     to_updates: outbound::ToUpdates,
@@ -142,6 +147,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         transient.clone(),
         &config.gateway,
     );
+    let rules = Arc::new(rules::LiveRules::default());
     let gateway = Arc::new(Gateway {
         pool: start.pool.clone(),
         messages,
@@ -154,7 +160,8 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             &config.redis_key_prefix,
             Duration::from_secs(config.gateway.route_ttl_secs),
         ),
-        limits: limits::Limits::new(redis, &config),
+        limits: limits::Limits::new(redis, &config, rules.clone()),
+        rules,
         outbox: outbox.clone(),
         to_updates: to_updates.clone(),
         typing: typing::Typing::default(),
@@ -179,7 +186,15 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
                     tracing::error!(error = format!("{error:#}"), "MTProto door closed");
                 }
             };
+            let reload_rules = rules::reload_periodically(
+                &gateway.pool,
+                &gateway.rules,
+                Duration::from_millis(gateway.config.limits.reload_ms),
+                &shutdown,
+                |user| gateway.hub.disconnect_user(user),
+            );
             tokio::join!(
+                reload_rules,
                 refresh_routes(&gateway, &shutdown),
                 keep_routes(&gateway, &shutdown),
                 relay,
@@ -200,6 +215,13 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         .add_service(MediaServer::new(media_api::MediaApi(gateway.clone())))
         .add_service(AccountServer::new(account_api::AccountApi(gateway.clone())))
         .add_service(GatewayPushServer::new(hub::PushApi(hub)));
+    let routes = match oxigram_outbox::AdminToken::new(&config.admin.token) {
+        Some(token) => routes.add_service(LimitsAdminServer::new(limits_admin::LimitsAdminApi {
+            gateway: gateway.clone(),
+            token,
+        })),
+        None => routes,
+    };
     let deps = outbound::Outbound::dependencies(&config);
     start.serve(routes, deps, background, shutdown).await
 }

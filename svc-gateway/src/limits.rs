@@ -3,9 +3,10 @@
 //! otherwise let one account enumerate who uses the service), login codes and sign-in attempts
 //! per phone and per auth key, getDifference calls and stream opens per device. Past a limit a
 //! call answers FLOOD_WAIT_X; while Redis fails the calls go on, each instance enforcing its
-//! share.
+//! share. An operator can override any rule's limit at run time (`rules.rs`, the admin API's
+//! `LimitsAdmin`); a limit of 0 refuses every call of its rule.
 
-use std::fmt::Display;
+use std::{fmt::Display, sync::Arc};
 
 use oxigram_errors::{Error, ErrorCode};
 use oxigram_kit::Config;
@@ -13,9 +14,12 @@ use oxigram_limiter::{Limiter, Rule};
 use oxigram_routes::RedisHandle;
 use tonic::Status;
 
+use crate::rules::LiveRules;
+
 /// Every rule, with the limits of the configuration.
 pub struct Limits {
     limiter: Limiter,
+    rules: Arc<LiveRules>,
     pub send: Rule,
     pub lookup: Rule,
     pub send_code_per_phone: Rule,
@@ -23,12 +27,14 @@ pub struct Limits {
     pub login_per_key: Rule,
     pub difference_per_device: Rule,
     pub stream_opens_per_device: Rule,
+    pub upload_parts_per_user: Rule,
 }
 
 impl Limits {
-    pub fn new(redis: RedisHandle, config: &Config) -> Self {
+    pub fn new(redis: RedisHandle, config: &Config, rules: Arc<LiveRules>) -> Self {
         let l = &config.limits;
         Self {
+            rules,
             limiter: Limiter::new(
                 redis,
                 &config.redis_key_prefix,
@@ -45,6 +51,38 @@ impl Limits {
                 "stream_open_device",
                 l.stream_opens_per_device,
             ),
+            upload_parts_per_user: Rule::per_minute("upload_part_user", l.upload_parts_per_user),
+        }
+    }
+
+    /// Every rule as configured, for the admin API.
+    pub fn configured(&self) -> [&Rule; 8] {
+        [
+            &self.send,
+            &self.lookup,
+            &self.send_code_per_phone,
+            &self.sign_in_per_phone,
+            &self.login_per_key,
+            &self.difference_per_device,
+            &self.stream_opens_per_device,
+            &self.upload_parts_per_user,
+        ]
+    }
+
+    /// The configured rule called `name`.
+    pub fn rule_named(&self, name: &str) -> Option<&Rule> {
+        self.configured().into_iter().find(|r| r.name == name)
+    }
+
+    /// `rule` with the operator's override, if any, in place of its configured limit.
+    pub fn effective(&self, rule: &Rule) -> Rule {
+        match self.rules.override_of(rule.name) {
+            Some(o) => Rule {
+                name: rule.name,
+                limit: o.limit,
+                period: o.period,
+            },
+            None => *rule,
         }
     }
 
@@ -61,7 +99,12 @@ impl Limits {
         units: u32,
         what: &str,
     ) -> Result<(), Status> {
-        match self.limiter.spend(rule, &key.to_string(), units).await {
+        let rule = self.effective(rule);
+        if rule.limit == 0 {
+            let wait = rule.period.as_secs().clamp(1, u32::MAX as u64) as u32;
+            return Err(Error::new(ErrorCode::FloodWait(wait), what).into());
+        }
+        match self.limiter.spend(&rule, &key.to_string(), units).await {
             Ok(()) => Ok(()),
             Err(wait) => Err(Error::new(ErrorCode::FloodWait(wait), what).into()),
         }

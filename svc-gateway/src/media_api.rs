@@ -45,6 +45,14 @@ impl Media for MediaApi {
         request: Request<SaveFilePartRequest>,
     ) -> Result<Response<SaveFilePartResponse>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.upload_parts_per_user,
+                me.user_id,
+                "too many file parts",
+            )
+            .await?;
         let request = media_svc::SaveFilePartRequest::acting(me, request);
         self.0
             .media
@@ -134,6 +142,15 @@ impl Media for MediaApi {
         request: Request<UploadByHashRequest>,
     ) -> Result<Response<File>, Status> {
         let (me, r) = self.0.signed_in(request).await?;
+        // A hash probe costs what a part does: it stands for one, and bounds probing.
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.upload_parts_per_user,
+                me.user_id,
+                "too many file parts",
+            )
+            .await?;
         let ask = |visible| media_svc::UploadByHashRequest {
             owner_id: me.user_id,
             request: Some(r.clone()),

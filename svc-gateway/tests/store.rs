@@ -474,3 +474,54 @@ async fn last_seen_is_kept_per_user_and_never_moves_back() -> anyhow::Result<()>
     assert_eq!(seen.get(&bob.id), Some(&1_650_000_000));
     Ok(())
 }
+
+/// Two instances on one database: a change through either is loaded by both, bans since
+/// the last load are reported once, and an unchanged version costs no reload.
+#[tokio::test]
+async fn limit_rules_and_bans_reach_every_instance_that_reloads() -> anyhow::Result<()> {
+    use std::time::Duration;
+    use svc_gateway::rules::{self, LiveRules, Override};
+
+    let db = schema().await?;
+    let pool = &db.pool;
+    let (one, two) = (LiveRules::default(), LiveRules::default());
+    assert_eq!(one.reload(pool).await?, Vec::<i64>::new());
+    assert_eq!(two.reload(pool).await?, Vec::<i64>::new());
+    assert_eq!(one.override_of("send"), None);
+
+    rules::set_override(pool, "send", 3, 10).await?;
+    assert!(rules::ban(pool, 42, "spam").await?);
+    assert!(!rules::ban(pool, 42, "again").await?, "banned once");
+    assert!(rules::ban(pool, 7, "").await?);
+    for instance in [&one, &two] {
+        let mut banned = instance.reload(pool).await?;
+        banned.sort();
+        assert_eq!(banned, vec![7, 42]);
+        assert_eq!(
+            instance.override_of("send"),
+            Some(Override {
+                limit: 3,
+                period: Duration::from_secs(10)
+            })
+        );
+        assert!(instance.is_banned(42) && instance.is_banned(7) && !instance.is_banned(8));
+    }
+    // Nothing changed: nothing newly banned, nothing reloaded.
+    assert_eq!(one.reload(pool).await?, Vec::<i64>::new());
+
+    rules::set_override(pool, "send", 0, 60).await?;
+    assert!(rules::unban(pool, 42).await?);
+    assert!(!rules::unban(pool, 42).await?, "not banned any more");
+    rules::clear_override(pool, "lookup").await?;
+    assert_eq!(two.reload(pool).await?, Vec::<i64>::new());
+    assert!(!two.is_banned(42) && two.is_banned(7));
+    assert_eq!(two.override_of("send").map(|o| o.limit), Some(0));
+    rules::clear_override(pool, "send").await?;
+    two.reload(pool).await?;
+    assert_eq!(two.override_of("send"), None);
+
+    let page = rules::bans_page(pool, 0, 10).await?;
+    assert_eq!(page.iter().map(|b| b.user_id).collect::<Vec<_>>(), vec![7]);
+    assert!(rules::bans_page(pool, 7, 10).await?.is_empty());
+    Ok(())
+}

@@ -20,6 +20,9 @@ const OWNED: [(&str, &[&str]); 6] = [
             "device_state",
             "privacy_rules",
             "contacts",
+            "limit_overrides",
+            "bans",
+            "limit_rules_version",
         ],
     ),
     (

@@ -96,6 +96,7 @@ impl System {
         config.limits.login_per_key = 100_000;
         config.limits.difference_per_device = 100_000;
         config.limits.stream_opens_per_device = 100_000;
+        config.limits.upload_parts_per_user = 100_000;
         config.media.blob_dir = dir.join("media").display().to_string();
         config.outbox.poll_ms = 100;
         config.outbox.fast_path_grace_ms = 300;
@@ -404,6 +405,51 @@ impl System {
         }
         system.wait_serving(Target::Gateway).await?;
         Ok((system, replicas))
+    }
+}
+
+/// A second gateway instance ([`System::start_extra_gateway`]); it stops when dropped.
+pub struct ExtraGateway {
+    pub endpoint: String,
+    stop: tokio_util::sync::DropGuard,
+}
+
+impl ExtraGateway {
+    /// Stops it now (its streams end).
+    pub fn stop(self) {
+        drop(self.stop);
+    }
+}
+
+impl System {
+    /// Another gateway instance on this system's database, Redis and services, in this
+    /// test's process on a port of its own, as a second replica behind a load balancer would
+    /// be. Waits until it is SERVING.
+    pub async fn start_extra_gateway(&self) -> anyhow::Result<ExtraGateway> {
+        let mut config = (*self.config).clone();
+        config.services.gateway = local_service(free_port()?);
+        config.gateway.advertise_push = None;
+        config.mtproto.listen = None;
+        config.metrics_addr = None;
+        let endpoint = config.services.gateway.endpoint.clone();
+        let token = CancellationToken::new();
+        let stop = token.clone();
+        tokio::spawn(async move {
+            if let Err(e) = oxigram::run(Arc::new(config), &[Target::Gateway], stop).await {
+                eprintln!("the extra gateway failed: {e:#}");
+            }
+        });
+        let waiting = CancellationToken::new();
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            oxigram_kit::wait_serving("gateway", &endpoint, &waiting),
+        )
+        .await
+        .context("the extra gateway did not become SERVING")??;
+        Ok(ExtraGateway {
+            endpoint,
+            stop: token.drop_guard(),
+        })
     }
 }
 

@@ -175,6 +175,11 @@ pub enum ErrorCode {
     /// An admin API call without `authorization: Bearer <token>`, or with a token other than
     /// the configured `[admin] token`.
     AdminTokenInvalid,
+    /// An admin limit rule names no rule of the gateway, or has a period outside 1 s..=1 day.
+    LimitRuleInvalid,
+    /// The user is on the operator's ban list: every call of a signed-in key is refused and
+    /// the user's streams end, until the ban is lifted.
+    UserDeactivatedBan,
 }
 
 impl ErrorCode {
@@ -264,6 +269,8 @@ impl ErrorCode {
             Self::EventsAheadOfGap => "EVENTS_AHEAD_OF_GAP",
             // ops
             Self::AdminTokenInvalid => "ADMIN_TOKEN_INVALID",
+            Self::LimitRuleInvalid => "LIMIT_RULE_INVALID",
+            Self::UserDeactivatedBan => "USER_DEACTIVATED_BAN",
         };
         s.to_owned()
     }
@@ -287,6 +294,7 @@ impl ErrorCode {
             Self::Internal => Code::Internal,
             // ops
             Self::AdminTokenInvalid => Code::Unauthenticated,
+            Self::UserDeactivatedBan => Code::PermissionDenied,
             _ => Code::InvalidArgument,
         }
     }

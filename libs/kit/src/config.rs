@@ -136,6 +136,12 @@ pub struct LimitsConfig {
     pub difference_per_device: u32,
     /// Update streams one device (auth key) opens.
     pub stream_opens_per_device: u32,
+    /// File parts one user uploads (SaveFilePart; an UploadByHash counts as one).
+    pub upload_parts_per_user: u32,
+    /// How often each gateway checks whether the operator's limit overrides and ban list
+    /// changed (one single-row read), in ms: a change made through any instance is in force
+    /// on every instance within this.
+    pub reload_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -147,6 +153,8 @@ impl Default for LimitsConfig {
             login_per_key: 20,
             difference_per_device: 600,
             stream_opens_per_device: 30,
+            upload_parts_per_user: 6000,
+            reload_ms: 2000,
         }
     }
 }

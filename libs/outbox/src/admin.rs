@@ -16,26 +16,24 @@ use tonic::{Request, Response, Status};
 /// Most ids one requeue names, and most rows one page lists.
 pub const MAX_ADMIN_IDS: usize = 1000;
 
-/// The admin API of the outbox in `pool`'s schema, authorised by one operator token.
-pub struct AdminService {
-    pool: PgPool,
+/// The operator's token, as every admin API checks it: a bearer token in `authorization`.
+#[derive(Clone)]
+pub struct AdminToken {
     /// The token's digest: compared digest to digest, a check takes the same time whatever
     /// the presented token's length or first differing byte.
-    token: [u8; 32],
+    digest: [u8; 32],
 }
 
-impl AdminService {
+impl AdminToken {
     /// `None` when `token` is empty: the admin API is off.
-    pub fn server(pool: PgPool, token: &str) -> Option<OutboxAdminServer<Self>> {
-        (!token.is_empty()).then(|| {
-            OutboxAdminServer::new(Self {
-                pool,
-                token: Sha256::digest(token.as_bytes()).into(),
-            })
+    pub fn new(token: &str) -> Option<Self> {
+        (!token.is_empty()).then(|| Self {
+            digest: Sha256::digest(token.as_bytes()).into(),
         })
     }
 
-    fn authorise<T>(&self, request: &Request<T>) -> Result<(), Status> {
+    /// `Ok` when `request` carries the token, `ADMIN_TOKEN_INVALID` otherwise.
+    pub fn authorise<T>(&self, request: &Request<T>) -> Result<(), Status> {
         let presented = request
             .metadata()
             .get("authorization")
@@ -48,11 +46,29 @@ impl AdminService {
                 )
             })?;
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        if bool::from(digest.ct_eq(&self.token)) {
+        if bool::from(digest.ct_eq(&self.digest)) {
             Ok(())
         } else {
             Err(status(ErrorCode::AdminTokenInvalid, "wrong admin token"))
         }
+    }
+}
+
+/// The admin API of the outbox in `pool`'s schema, authorised by one operator token.
+pub struct AdminService {
+    pool: PgPool,
+    token: AdminToken,
+}
+
+impl AdminService {
+    /// `None` when `token` is empty: the admin API is off.
+    pub fn server(pool: PgPool, token: &str) -> Option<OutboxAdminServer<Self>> {
+        let token = AdminToken::new(token)?;
+        Some(OutboxAdminServer::new(Self { pool, token }))
+    }
+
+    fn authorise<T>(&self, request: &Request<T>) -> Result<(), Status> {
+        self.token.authorise(request)
     }
 }
 

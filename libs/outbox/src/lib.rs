@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-pub use admin::{AdminService, MAX_ADMIN_IDS};
+pub use admin::{AdminService, AdminToken, MAX_ADMIN_IDS};
 pub use batch::next_batch;
 use batch::next_batch_lingering;
 pub use fast_path::FastPath;
