@@ -13,6 +13,8 @@ const TELEGRAM_ERRORS: &[(&str, i32, &str)] = &[
     // Forbidden in oxigram's terms, a plain bad request in Telegram's.
     ("USER_IS_BLOCKED", 400, "USER_IS_BLOCKED"),
     ("CHAT_FORWARDS_RESTRICTED", 400, "CHAT_FORWARDS_RESTRICTED"),
+    // A banned account: Telegram's clients take a 401 as signed out.
+    ("USER_DEACTIVATED_BAN", 401, "USER_DEACTIVATED_BAN"),
     // Retry-later failures: Telegram's 500 names, which clients retry by themselves.
     ("SERVICE_UNAVAILABLE", 500, "RPC_CALL_FAIL"),
     ("INTERNAL", 500, "INTERNAL_SERVER_ERROR"),
@@ -482,7 +484,7 @@ mod tests {
 
     #[test]
     fn oxigram_errors_take_telegram_numbers_and_names() {
-        let cases: [(Status, i32, &str); 10] = [
+        let cases: [(Status, i32, &str); 11] = [
             (
                 Error::new(ErrorCode::PeerIdInvalid, "x").into(),
                 400,
@@ -512,6 +514,11 @@ mod tests {
                 Error::new(ErrorCode::UserIsBlocked, "x").into(),
                 400,
                 "USER_IS_BLOCKED",
+            ),
+            (
+                Error::new(ErrorCode::UserDeactivatedBan, "x").into(),
+                401,
+                "USER_DEACTIVATED_BAN",
             ),
             (
                 Error::new(ErrorCode::PhoneNumberOccupied, "x").into(),
