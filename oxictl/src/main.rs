@@ -809,6 +809,10 @@ async fn watch(
                 "difference too long: reload dialogs and history; continuing from pts {pts}"
             ),
             Event::Resumed { pts } => eprintln!("stream reopened at pts {pts}"),
+            Event::Paced { retry_in } => eprintln!(
+                "the gateway is busy catching devices up; reopening in {} ms",
+                retry_in.as_millis()
+            ),
             Event::Failed { during, error } => eprintln!("{during:?} failed: {error}"),
             Event::Typing(t) => {
                 println!("{}", presence::show_typing(&t, tokio::time::Instant::now()))

@@ -11,6 +11,7 @@ pub mod accounts;
 mod acting;
 pub mod auth;
 mod cache;
+mod catch_up;
 mod contacts_api;
 mod dialogs_api;
 mod hub;
@@ -85,6 +86,8 @@ pub struct Gateway {
     hub: Arc<hub::Hub>,
     routes: Routes,
     limits: limits::Limits,
+    /// How many catch-ups this instance runs at once (reconnect storms).
+    catch_ups: catch_up::CatchUpSlots,
     /// The operator's limit overrides and ban list, as this instance last loaded them.
     rules: Arc<rules::LiveRules>,
     /// The updates of users' own changes (profile, privacy, contacts) on their way to their logs.
@@ -162,6 +165,10 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         ),
         limits: limits::Limits::new(redis, &config, rules.clone()),
         rules,
+        catch_ups: catch_up::CatchUpSlots::new(
+            config.streams.max_concurrent_catch_up,
+            Duration::from_millis(config.streams.retry_after_ms),
+        ),
         outbox: outbox.clone(),
         to_updates: to_updates.clone(),
         typing: typing::Typing::default(),

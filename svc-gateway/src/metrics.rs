@@ -20,6 +20,7 @@ struct GatewayMetrics {
     streams_open: Gauge,
     pushes: Family<Labels, Counter>,
     difference_updates: Histogram,
+    catch_up_paced: Counter,
 }
 
 fn get() -> &'static GatewayMetrics {
@@ -33,6 +34,7 @@ fn get() -> &'static GatewayMetrics {
             pushes: Family::default(),
             // 1 to 4096 updates.
             difference_updates: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
+            catch_up_paced: Counter::default(),
         };
         oxigram_telemetry::metrics::register(
             "sends",
@@ -58,6 +60,11 @@ fn get() -> &'static GatewayMetrics {
             "difference_updates",
             "Updates per getDifference answer (new messages and other updates)",
             m.difference_updates.clone(),
+        );
+        oxigram_telemetry::metrics::register(
+            "catch_up_paced",
+            "Catch-ups (resumed streams' replays, GetDifference calls) turned away with a wait because this instance ran as many as it takes at once",
+            m.catch_up_paced.clone(),
         );
         m
     })
@@ -107,4 +114,9 @@ pub fn pushes(result: &'static str, n: u64) {
 /// A getDifference answer carried `updates` updates.
 pub fn difference(updates: usize) {
     get().difference_updates.observe(updates as f64);
+}
+
+/// A catch-up was turned away with a wait.
+pub fn catch_up_paced() {
+    get().catch_up_paced.inc();
 }

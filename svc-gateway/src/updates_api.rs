@@ -13,8 +13,8 @@ use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{
         AckRequest, CaughtUp, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
-        GetDifferenceRequest, GetMessagesRequest, GetStateRequest, StreamEvent, StreamRequest,
-        stream_event, updates_server::Updates,
+        GetDifferenceRequest, GetMessagesRequest, GetStateRequest, RetryAfter, StreamEvent,
+        StreamRequest, stream_event, updates_server::Updates,
     },
     types::v1::{UpdatesState, update},
     updates::v1 as updates_svc,
@@ -131,6 +131,13 @@ impl Updates for UpdatesApi {
                 "too many getDifference calls",
             )
             .await?;
+        let _slot = self.0.catch_ups.take().map_err(|wait| {
+            let seconds = wait.as_millis().div_ceil(1000).max(1) as u32;
+            Status::from(oxigram_errors::Error::new(
+                oxigram_errors::ErrorCode::FloodWait(seconds),
+                "this gateway is catching up as many devices as it takes at once",
+            ))
+        })?;
         let mut difference = self.0.difference(me.user_id, request).await?;
         crate::metrics::difference(difference.updates.len());
         difference.users = self
@@ -199,6 +206,16 @@ impl Updates for UpdatesApi {
             )
             .into());
         }
+        // A resumed stream replays what its device missed: one catch-up, paced in a storm. A
+        // live stream (pts 0) replays nothing and is never turned away.
+        let slot = if from_pts > 0 {
+            match self.0.catch_ups.take() {
+                Ok(slot) => Some(slot),
+                Err(wait) => return Ok(Response::new(retry_after(wait))),
+            }
+        } else {
+            None
+        };
         let gateway = self.0.clone();
         let epoch = epoch_now();
         // Attach before reading the log, so nothing committed meanwhile slips between the two.
@@ -220,7 +237,7 @@ impl Updates for UpdatesApi {
         gateway.presence.stream_opened(user_id);
         let open = crate::metrics::stream_opened();
         tokio::spawn(async move {
-            run_stream(&gateway, user_id, from_pts, attached, &out).await;
+            run_stream(&gateway, user_id, from_pts, slot, attached, &out).await;
             drop(open);
             let last = gateway.hub.detach(user_id, route.auth_key_id, epoch);
             if let Err(err) = gateway.routes.unregister(user_id, &route).await {
@@ -232,6 +249,16 @@ impl Updates for UpdatesApi {
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
     }
+}
+
+/// A stream of one event, the wait before reopening it, then its end.
+fn retry_after(wait: Duration) -> EventStream {
+    let event = StreamEvent {
+        kind: Some(stream_event::Kind::RetryAfter(RetryAfter {
+            retry_after_ms: wait.as_millis().min(u32::MAX as u128) as u32,
+        })),
+    };
+    Box::pin(futures::stream::iter([Ok(event)]))
 }
 
 fn difference_needed() -> StreamEvent {
@@ -342,6 +369,7 @@ async fn run_stream(
     gateway: &Gateway,
     user_id: i64,
     from_pts: i32,
+    catch_up: Option<crate::catch_up::Slot>,
     mut attached: crate::hub::Attached,
     out: &mpsc::Sender<Result<StreamEvent, Status>>,
 ) {
@@ -389,6 +417,8 @@ async fn run_stream(
             }
         }
     }
+    // Replayed: the slot is free for the next resumed stream.
+    drop(catch_up);
     let mut pulls = tokio::time::interval(PULL_WHILE_ROUTES_FAIL);
     pulls.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let idle_timeout = Duration::from_secs(gateway.config.streams.idle_timeout_secs);

@@ -216,6 +216,7 @@ async fn follow(
             Event::Update(_)
             | Event::Gap { .. }
             | Event::Resumed { .. }
+            | Event::Paced { .. }
             | Event::Typing(_)
             | Event::Status(_)
             | Event::User(_) => {}

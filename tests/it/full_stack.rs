@@ -102,6 +102,7 @@ async fn follow(client: Client, received: &watch::Sender<Received>) -> anyhow::R
             }
             Event::Gap { .. }
             | Event::Resumed { .. }
+            | Event::Paced { .. }
             | Event::Typing(_)
             | Event::Status(_)
             | Event::User(_) => {}

@@ -31,6 +31,7 @@ mod private_chat;
 mod schemas;
 mod search;
 mod smoke;
+mod storm;
 mod streams;
 mod trace;
 mod trace_otlp;

@@ -851,6 +851,7 @@ async fn follow_to(
             }
             Event::Gap { .. }
             | Event::Resumed { .. }
+            | Event::Paced { .. }
             | Event::Failed { .. }
             | Event::Typing(_)
             | Event::Status(_)

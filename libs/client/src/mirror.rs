@@ -162,6 +162,7 @@ impl Mirror {
             Event::TooLong { .. } => self.stale = true,
             Event::Gap { .. }
             | Event::Resumed { .. }
+            | Event::Paced { .. }
             | Event::Failed { .. }
             | Event::Typing(_)
             | Event::Status(_)

@@ -63,6 +63,9 @@ pub enum Event {
     TooLong { pts: i32 },
     /// The stream was reopened from `pts`.
     Resumed { pts: i32 },
+    /// The gateway is catching up as many devices as it takes at once: the stream ended and
+    /// is reopened after `retry_in`, from the same pts. Not a failure.
+    Paced { retry_in: Duration },
     /// Something failed; the stream carries on (reconnecting, or retrying the catch-up after
     /// another gap wait).
     Failed { during: During, error: Error },
@@ -97,6 +100,8 @@ pub struct StreamStats {
     /// Times the gateway said too much was missing to replay.
     pub difference_needed: u64,
     pub too_long: u64,
+    /// Times the gateway turned a reopening away with a wait (a reconnect storm).
+    pub paced: u64,
     /// See [`Sequencer::discontinuities`].
     pub discontinuities: u64,
 }
@@ -318,6 +323,13 @@ impl UpdateStream {
                         .push_back(Event::Typing(Typing::arrived(t, Instant::now()))),
                     // The replay's end: what follows is live; the cursor moves with updates.
                     Some(stream_event::Kind::CaughtUp(_)) => {}
+                    Some(stream_event::Kind::RetryAfter(r)) => {
+                        let retry_in = Duration::from_millis(r.retry_after_ms.into());
+                        self.stats.paced += 1;
+                        self.stream = None;
+                        self.retry_at = Instant::now() + retry_in;
+                        self.ready.push_back(Event::Paced { retry_in });
+                    }
                     Some(stream_event::Kind::UserStatus(s)) => {
                         self.ready.push_back(Event::Status(StatusChange {
                             user_id: s.user_id,

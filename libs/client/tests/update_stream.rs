@@ -1,6 +1,7 @@
 //! `UpdateStream` against a scripted Updates service: the stream drops an update and ends, the
 //! client reopens it from its state, the gateway answers `DifferenceNeeded`, and the client
-//! catches up slice by slice, applying every update once, in pts order.
+//! catches up slice by slice, applying every update once, in pts order; a reopening the
+//! gateway paces (a reconnect storm) comes back after the wait it was given.
 
 use std::{
     pin::Pin,
@@ -18,7 +19,8 @@ use oxigram_client::{
 use oxigram_proto::{
     api::v1::{
         AckRequest, DeviceState, Difference, DifferenceNeeded, GetDeviceStateRequest,
-        GetDifferenceRequest, GetStateRequest, StreamEvent, StreamRequest, stream_event,
+        GetDifferenceRequest, GetStateRequest, RetryAfter, StreamEvent, StreamRequest,
+        stream_event,
         updates_server::{Updates, UpdatesServer},
     },
     types::v1::{PtsUpdate, UpdatesState},
@@ -34,8 +36,11 @@ const KEY: &str = "7:abcd";
 #[derive(Default)]
 struct Scripted {
     opens: AtomicUsize,
-    /// The pts each opening asked for.
+    /// The pts each opening asked for, and when.
     opened_at: Arc<Mutex<Vec<i32>>>,
+    opened_when: Arc<Mutex<Vec<std::time::Instant>>>,
+    /// The second opening is told to come back after this many ms.
+    pace_second_open: Option<u32>,
 }
 
 fn update(pts: i32) -> PtsUpdate {
@@ -90,8 +95,17 @@ impl Updates for Scripted {
         if let Ok(mut at) = self.opened_at.lock() {
             at.push(request.get_ref().pts);
         }
+        if let Ok(mut when) = self.opened_when.lock() {
+            when.push(std::time::Instant::now());
+        }
         let event = |kind| Ok(StreamEvent { kind: Some(kind) });
-        let events: Events = if self.opens.fetch_add(1, Ordering::SeqCst) == 0 {
+        let opens = self.opens.fetch_add(1, Ordering::SeqCst);
+        let events: Events = if let (1, Some(ms)) = (opens, self.pace_second_open) {
+            let paced = event(stream_event::Kind::RetryAfter(RetryAfter {
+                retry_after_ms: ms,
+            }));
+            Box::pin(stream::iter([paced]))
+        } else if opens == 0 {
             let pushed = [1, 3, 4, 5, 6].map(|pts| event(stream_event::Kind::Update(update(pts))));
             Box::pin(stream::iter(pushed))
         } else {
@@ -158,6 +172,7 @@ async fn resumes_after_a_lost_stream_and_catches_up_in_slices()
                 seen.push(format!("failed: {}", error.code()));
             }
             Event::TooLong { pts } => seen.push(format!("too long at {pts}")),
+            Event::Paced { .. } => seen.push("paced".into()),
             Event::Typing(_) | Event::Status(_) | Event::User(_) => {}
         }
     }
@@ -227,5 +242,62 @@ async fn an_unknown_key_is_refused_with_its_code() -> Result<(), Box<dyn std::er
     let client = Client::new(oxigram_client::connect(&address).await?, key)?;
     let refused = client.get_state().await.map(|_| ()).map_err(|e| e.code());
     assert_eq!(refused, Err("GRPC_Unauthenticated".to_owned()));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_paced_reopening_comes_back_after_its_wait_not_as_a_failure()
+-> Result<(), Box<dyn std::error::Error>> {
+    let scripted = Scripted {
+        pace_second_open: Some(300),
+        ..Scripted::default()
+    };
+    let (opened_at, opened_when) = (scripted.opened_at.clone(), scripted.opened_when.clone());
+    let address = serve(scripted).await?;
+    let key = AuthKey {
+        id: 7,
+        secret: "abcd".into(),
+    };
+    let client = Client::new(oxigram_client::connect(&address).await?, key)?
+        .with_deadline(Duration::from_secs(5));
+    let options = StreamOptions {
+        gap_wait: Duration::from_secs(30),
+        first_retry: Duration::from_millis(10),
+        ..StreamOptions::default()
+    };
+    let mut updates = UpdateStream::open(client, State::default(), options).await?;
+    let mut seen = Vec::new();
+    let mut applied = 0;
+    while applied < LOG {
+        let event = tokio::time::timeout(Duration::from_secs(10), updates.next()).await?;
+        match event {
+            Event::Update(_) => applied += 1,
+            Event::Paced { retry_in } => seen.push(format!("paced {} ms", retry_in.as_millis())),
+            Event::Resumed { pts } => seen.push(format!("resumed at {pts}")),
+            Event::Failed { error, .. } => seen.push(format!("failed: {}", error.code())),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            "failed: ENDED",
+            "resumed at 1",
+            "paced 300 ms",
+            "resumed at 1"
+        ]
+    );
+    assert_eq!(
+        opened_at.lock().map(|v| v.clone()).ok(),
+        Some(vec![0, 1, 1])
+    );
+    let when = opened_when.lock().map(|v| v.clone()).unwrap_or_default();
+    assert_eq!(when.len(), 3);
+    let waited = when[2] - when[1];
+    assert!(
+        waited >= Duration::from_millis(300),
+        "reopened after {waited:?}, before the 300 ms it was given"
+    );
+    assert_eq!(updates.stats().paced, 1);
     Ok(())
 }

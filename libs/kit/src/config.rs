@@ -182,12 +182,22 @@ pub struct StreamsConfig {
     /// A stream that sent nothing for this long ends (0: never); its client reopens it from
     /// its pts, which registers its route afresh. Bounds what a forgotten stream holds.
     pub idle_timeout_secs: u64,
+    /// Catch-ups (a resumed stream's replay, a GetDifference call) one gateway instance runs
+    /// at once (0: no cap). Past it a resumed stream is told to come back later
+    /// (`StreamEvent.retry_after`) and a GetDifference answers FLOOD_WAIT_X, so a reconnect
+    /// storm is served in waves instead of all at once.
+    pub max_concurrent_catch_up: usize,
+    /// The least wait given to a device turned away by the cap, in ms; each is given a wait
+    /// drawn evenly between this and twice this.
+    pub retry_after_ms: u64,
 }
 
 impl Default for StreamsConfig {
     fn default() -> Self {
         Self {
             idle_timeout_secs: 900,
+            max_concurrent_catch_up: 128,
+            retry_after_ms: 1_000,
         }
     }
 }

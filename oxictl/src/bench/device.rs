@@ -167,6 +167,7 @@ impl DeviceReport {
             Event::Gap { .. }
             | Event::TooLong { .. }
             | Event::Resumed { .. }
+            | Event::Paced { .. }
             | Event::Typing(_)
             | Event::Status(_)
             | Event::User(_) => {}
