@@ -3,6 +3,7 @@
 //! its own database; nextest runs every test in its own process.
 
 mod acknowledgements;
+mod admin;
 mod admission;
 mod bad_input;
 mod balancing;
