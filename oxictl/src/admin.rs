@@ -205,7 +205,9 @@ impl Admin {
         let mut listed = 0usize;
         let mut after_id = 0;
         loop {
-            let want = limit.map_or(MAX_ADMIN_IDS, |l| l.saturating_sub(listed).min(MAX_ADMIN_IDS));
+            let want = limit.map_or(MAX_ADMIN_IDS, |l| {
+                l.saturating_sub(listed).min(MAX_ADMIN_IDS)
+            });
             if want == 0 {
                 return Ok(listed);
             }
@@ -273,11 +275,12 @@ impl Admin {
                 "{name} at {endpoint} serves no admin API: its [admin] token \
                  (OXIGRAM_ADMIN__TOKEN) is not set"
             ),
-            (None, Code::Unavailable | Code::DeadlineExceeded) => anyhow::anyhow!(
-                "{name} is unreachable at {endpoint}: {}",
-                status.message()
-            ),
-            (Some(code), _) => anyhow::anyhow!("{name} refused the call ({code}): {}", status.message()),
+            (None, Code::Unavailable | Code::DeadlineExceeded) => {
+                anyhow::anyhow!("{name} is unreachable at {endpoint}: {}", status.message())
+            }
+            (Some(code), _) => {
+                anyhow::anyhow!("{name} refused the call ({code}): {}", status.message())
+            }
             (None, _) => anyhow::anyhow!("{name} failed the call: {status}"),
         }
     }
@@ -333,7 +336,11 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
             let destination = destination.unwrap_or_default();
             let mut admin = Admin::connect(target, &token).await?;
             let requeued = admin.requeue(&ids, &destination).await?;
-            writeln!(out, "{}", requeued_line(service.name(), &ids, &destination, requeued))?;
+            writeln!(
+                out,
+                "{}",
+                requeued_line(service.name(), &ids, &destination, requeued)
+            )?;
             Ok(())
         }
     }
@@ -530,7 +537,9 @@ mod tests {
         let mut lines = table.lines();
         assert_eq!(lines.next(), Some(header().as_str()));
         assert_eq!(
-            lines.next().map(|l| l.split_whitespace().collect::<Vec<_>>()),
+            lines
+                .next()
+                .map(|l| l.split_whitespace().collect::<Vec<_>>()),
             Some(vec![
                 "messages",
                 all[0].to_string().as_str(),
@@ -550,13 +559,23 @@ mod tests {
         let (table, outcome) = listed(std::slice::from_ref(&target), TOKEN, "updates", None).await;
         outcome?;
         assert_eq!(ids(&table).len() as i64, rows / 2);
-        assert!(table.lines().skip(1).all(|l| l.contains(" updates ") || l.starts_with("failed rows")));
+        assert!(
+            table
+                .lines()
+                .skip(1)
+                .all(|l| l.contains(" updates ") || l.starts_with("failed rows"))
+        );
         let (table, outcome) = listed(std::slice::from_ref(&target), TOKEN, "", Some(5)).await;
         outcome?;
         assert_eq!(ids(&table), all[..5]);
 
         let mut admin = Admin::connect(target.clone(), TOKEN).await?;
-        assert_eq!(admin.requeue(&[all[0], all[2], pending, 999_999_999], "").await?, 2);
+        assert_eq!(
+            admin
+                .requeue(&[all[0], all[2], pending, 999_999_999], "")
+                .await?,
+            2
+        );
         let dialogs = (rows + 1) / 2 - 2;
         assert_eq!(admin.requeue(&[], "dialogs").await?, dialogs);
         let (table, outcome) = listed(std::slice::from_ref(&target), TOKEN, "", None).await;
@@ -581,10 +600,22 @@ mod tests {
             endpoint: format!("http://127.0.0.1:{}", free_port()?),
         };
         let cases: [(&[Target], &str, &str); 4] = [
-            (std::slice::from_ref(&good), "wrong", "messages refused the admin token (ADMIN_TOKEN_INVALID"),
+            (
+                std::slice::from_ref(&good),
+                "wrong",
+                "messages refused the admin token (ADMIN_TOKEN_INVALID",
+            ),
             (std::slice::from_ref(&off), TOKEN, "dialogs at http"),
-            (std::slice::from_ref(&gone), TOKEN, "media is unreachable at http"),
-            (&[gone.clone(), good.clone()], TOKEN, "media is unreachable at http"),
+            (
+                std::slice::from_ref(&gone),
+                TOKEN,
+                "media is unreachable at http",
+            ),
+            (
+                &[gone.clone(), good.clone()],
+                TOKEN,
+                "media is unreachable at http",
+            ),
         ];
         for (targets, token, expected) in cases {
             let mut admin = Admin::connect(targets[0].clone(), token).await;
@@ -606,8 +637,14 @@ mod tests {
             }
         }
         assert!(
-            format!("{:#}", Admin::connect(good.clone(), "bad\ntoken").await.err().context("accepted")?)
-                .contains("printable ASCII")
+            format!(
+                "{:#}",
+                Admin::connect(good.clone(), "bad\ntoken")
+                    .await
+                    .err()
+                    .context("accepted")?
+            )
+            .contains("printable ASCII")
         );
         Ok(())
     }
@@ -658,7 +695,10 @@ mod tests {
         );
 
         for ((ids, destination, requeued), line) in [
-            ((&[][..], "updates", 4), "dialogs: requeued 4 failed row(s) bound for updates"),
+            (
+                (&[][..], "updates", 4),
+                "dialogs: requeued 4 failed row(s) bound for updates",
+            ),
             ((&[1, 2][..], "", 2), "dialogs: requeued 2 of 2 row(s)"),
             (
                 (&[1, 2, 3][..], "", 1),

@@ -40,9 +40,10 @@ impl tower::Service<http::Request<Body>> for RefusingUpdates {
     }
 
     fn call(&mut self, _: http::Request<Body>) -> Self::Future {
-        std::future::ready(Ok(
-            Status::invalid_argument("this svc-updates cannot read the events").into_http()
-        ))
+        std::future::ready(Ok(Status::invalid_argument(
+            "this svc-updates cannot read the events",
+        )
+        .into_http()))
     }
 }
 
@@ -78,7 +79,10 @@ fn with_token<T>(message: T, authorization: Option<&str>) -> anyhow::Result<Requ
     Ok(request)
 }
 
-async fn admin_of(system: &System, target: Target) -> anyhow::Result<OutboxAdminClient<tonic::transport::Channel>> {
+async fn admin_of(
+    system: &System,
+    target: Target,
+) -> anyhow::Result<OutboxAdminClient<tonic::transport::Channel>> {
     let endpoint = endpoint(system, target);
     Ok(OutboxAdminClient::connect(endpoint).await?)
 }
@@ -178,7 +182,13 @@ async fn a_refused_send_is_listed_requeued_and_delivered_once() -> anyhow::Resul
     let listed = oxictl(
         &system,
         &[],
-        &["failed", "--service", "messages", "--destination", "updates"],
+        &[
+            "failed",
+            "--service",
+            "messages",
+            "--destination",
+            "updates",
+        ],
     )?;
     assert!(listed.status.success(), "{}", text(&listed.stderr));
     let table = text(&listed.stdout);
@@ -213,7 +223,13 @@ async fn a_refused_send_is_listed_requeued_and_delivered_once() -> anyhow::Resul
     let requeued = oxictl(
         &system,
         &[],
-        &["requeue", "--service", "messages", "--ids", &row.id.to_string()],
+        &[
+            "requeue",
+            "--service",
+            "messages",
+            "--ids",
+            &row.id.to_string(),
+        ],
     )?;
     assert!(requeued.status.success(), "{}", text(&requeued.stderr));
     assert_eq!(text(&requeued.stdout), "messages: requeued 1 of 1 row(s)\n");
@@ -277,7 +293,10 @@ async fn every_service_refuses_a_wrong_token() -> anyhow::Result<()> {
     for target in Target::ALL {
         let mut admin = admin_of(&system, target).await?;
         let page = admin
-            .list_failed_outbox(with_token(ListFailedOutboxRequest::default(), Some(&bearer))?)
+            .list_failed_outbox(with_token(
+                ListFailedOutboxRequest::default(),
+                Some(&bearer),
+            )?)
             .await?
             .into_inner();
         assert_eq!(page.next_after_id, 0, "{}", target.name());
@@ -302,9 +321,9 @@ async fn every_service_refuses_a_wrong_token() -> anyhow::Result<()> {
                     .map(drop),
             ];
             for call in calls {
-                let status = call.err().ok_or_else(|| {
-                    anyhow::anyhow!("{} let {authorization:?} in", target.name())
-                })?;
+                let status = call
+                    .err()
+                    .ok_or_else(|| anyhow::anyhow!("{} let {authorization:?} in", target.name()))?;
                 assert_eq!(
                     (status.code(), code(&status).as_deref()),
                     (Code::Unauthenticated, Some("ADMIN_TOKEN_INVALID")),
@@ -325,7 +344,15 @@ async fn every_service_refuses_a_wrong_token() -> anyhow::Result<()> {
         ),
         (
             &[],
-            &["--token", "not-the-token", "requeue", "--service", "media", "--destination", "updates"],
+            &[
+                "--token",
+                "not-the-token",
+                "requeue",
+                "--service",
+                "media",
+                "--destination",
+                "updates",
+            ],
             "media refused the admin token (ADMIN_TOKEN_INVALID",
         ),
     ];
@@ -336,7 +363,10 @@ async fn every_service_refuses_a_wrong_token() -> anyhow::Result<()> {
         assert!(stderr.contains(expected), "{expected:?} not in {stderr:?}");
     }
     let without: [(&[&str], &str); 2] = [
-        (&["admin", "failed", "--service", "messages"], "no admin token"),
+        (
+            &["admin", "failed", "--service", "messages"],
+            "no admin token",
+        ),
         (
             &["admin", "--config", "/nonexistent/oxigram.toml", "failed"],
             "no configuration at /nonexistent/oxigram.toml",
