@@ -202,10 +202,22 @@ async fn a_refused_send_is_listed_requeued_and_delivered_once() -> anyhow::Resul
     );
     assert!(line.contains("cannot read the events"), "{line}");
     assert_eq!(table.lines().last(), Some("failed rows: messages 1"));
-    // Every service answers `--service all`.
+    // `--service all` while the stand-in (no admin API) holds svc-updates' port: the others
+    // are listed, the stand-in is named, and the exit is non-zero.
     let all = oxictl(&system, &[], &["failed"])?;
-    assert!(all.status.success(), "{}", text(&all.stderr));
+    assert!(!all.status.success());
+    assert!(
+        text(&all.stderr).contains("updates at http://")
+            && text(&all.stderr).contains("serves no admin API"),
+        "{}",
+        text(&all.stderr)
+    );
     assert!(text(&all.stdout).contains(&format!(" {} ", row.id)));
+    assert!(
+        text(&all.stdout).contains("messages 1, updates ?, dialogs 0"),
+        "{}",
+        text(&all.stdout)
+    );
 
     // svc-updates is healthy again; the failed row is not retried by itself.
     stop_refusing
@@ -219,6 +231,11 @@ async fn a_refused_send_is_listed_requeued_and_delivered_once() -> anyhow::Resul
         bob.difference(0).await?.new_messages.is_empty(),
         "a failed row stays failed until requeued"
     );
+
+    // Every service answers `--service all` now.
+    let all = oxictl(&system, &[], &["failed"])?;
+    assert!(all.status.success(), "{}", text(&all.stderr));
+    assert!(text(&all.stdout).contains(&format!(" {} ", row.id)));
 
     let requeued = oxictl(
         &system,
