@@ -125,6 +125,10 @@ fn oxictl(system: &System, env: &[(&str, &str)], args: &[&str]) -> anyhow::Resul
     Ok(output)
 }
 
+/// An `oxictl admin` run that must fail: its added variables, its arguments, and what its
+/// stderr must say.
+type OxictlCase<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -353,7 +357,7 @@ async fn every_service_refuses_a_wrong_token() -> anyhow::Result<()> {
 
     // oxictl: a wrong token (the variable wins over the configuration's) and no token at all
     // each end with a clear error and a non-zero exit.
-    let cases: [(&[(&str, &str)], &[&str], &str); 2] = [
+    let cases: [OxictlCase; 2] = [
         (
             &[("OXIGRAM_ADMIN_TOKEN", "not-the-token")],
             &["failed", "--service", "updates"],
