@@ -1,7 +1,9 @@
 //! oxictl: a client for oxigram's gateway. Each device keeps its auth key and its applied pts
 //! in a small JSON file (`.oxictl/<device>.json`), so several devices of several users can be
-//! driven from one shell.
+//! driven from one shell. `oxictl admin` is the operator's: the outbox rows each service kept
+//! as failed, and requeueing them.
 
+mod admin;
 mod bench;
 mod device;
 mod format;
@@ -233,6 +235,10 @@ enum Command {
     /// latency, losses and duplicates, offline catch-up, getDifference, the dispatch drain
     /// rate and a raw-Postgres baseline; the last line of stdout is a JSON summary.
     Bench(bench::BenchArgs),
+    /// The operator's admin API of every outbox-owning service: the outbox rows kept as failed
+    /// (`failed`) and putting them back in the relay's hands (`requeue`). Authorised by the
+    /// services' `[admin] token`.
+    Admin(admin::AdminArgs),
 }
 
 fn show(m: &Message) -> String {
@@ -380,6 +386,7 @@ async fn main() -> anyhow::Result<()> {
     let path = cli.state_dir.join(format!("{}.json", cli.device));
     match cli.command {
         Command::Bench(args) => bench::run(&cli.gateway, args).await?,
+        Command::Admin(args) => admin::run(args).await?,
         Command::Keygen => {
             let channel = oxigram_client::connect(&cli.gateway).await?;
             let client = Client::create(channel, &format!("oxictl/{}", cli.device)).await?;

@@ -3,6 +3,7 @@
 //! its own database; nextest runs every test in its own process.
 
 mod acknowledgements;
+mod admin;
 mod admin_limits;
 mod admission;
 mod bad_input;

@@ -478,14 +478,27 @@ pub fn oxigram_command(config: &Config) -> anyhow::Result<Command> {
     Ok(command)
 }
 
-/// The `oxigram` binary next to the test binary (`cargo build --bins` puts it there).
+/// A command running `oxictl`, the CLI, with none of this process's environment: a test
+/// gives it every setting it means it to have.
+pub fn oxictl_command() -> anyhow::Result<Command> {
+    let mut command = Command::new(binary("oxictl")?);
+    command.env_clear();
+    Ok(command)
+}
+
+/// The `oxigram` binary next to the test binary.
 fn launcher() -> anyhow::Result<PathBuf> {
+    binary("oxigram")
+}
+
+/// A binary of the workspace next to the test binary (`cargo build --bins` puts it there).
+fn binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .context("unexpected test binary location")?;
-    let path = dir.join("oxigram");
+    let path = dir.join(name);
     anyhow::ensure!(
         path.exists(),
         "{} is missing: run `cargo build --bins` before the suite (scripts/test does)",
@@ -641,6 +654,7 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             "OXIGRAM_BALANCING__SHUTDOWN_DRAIN_MS".into(),
             c.balancing.shutdown_drain_ms.to_string(),
         ),
+        ("OXIGRAM_ADMIN__TOKEN".into(), c.admin.token.clone()),
     ];
     if let Some(hosts) = &c.balancing.hosts_file {
         env.push((

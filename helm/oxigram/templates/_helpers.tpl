@@ -78,9 +78,21 @@ app.kubernetes.io/part-of: oxigram
 
 {{/* True (non-empty) when the chart must create its Secret (an inline DSN or Redis URL). */}}
 {{- define "oxigram.createSecret" -}}
+{{- if or (include "oxigram.inlineStoreUrls" .) (and .Values.admin.token (not .Values.admin.existingSecret)) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the DSN or the Redis URL is given inline, and so read from the chart's Secret. */}}
+{{- define "oxigram.inlineStoreUrls" -}}
 {{- if or (and .Values.database.url (not .Values.database.existingSecret)) (and .Values.redis.url (not .Values.redis.existingSecret)) -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the admin token: the existing one, else the chart's. */}}
+{{- define "oxigram.adminSecretName" -}}
+{{- .Values.admin.existingSecret | default (include "oxigram.fullname" .) -}}
 {{- end -}}
 
 {{/* The Secret holding the default DSN: the existing one, else the chart's. */}}

@@ -26,7 +26,7 @@ in-process (oxigram_kit::local finds a callee served in the same process by its 
 the 127.0.0.1 endpoints are only the names those calls go by; each service still listens on
 127.0.0.1:<port> for probes and tools, the gateway on 0.0.0.0. Dispatch pushes to the gateway
 pod holding a device's stream at its advertised pod address, over the network (it may be
-another replica).
+another replica). A migration Job's container adds "migration" true: it gets no admin token.
 */}}
 {{- define "oxigram.env" -}}
 {{- $ctx := .ctx -}}
@@ -58,6 +58,14 @@ another replica).
     secretKeyRef:
       name: {{ include "oxigram.redisSecretName" $ctx }}
       key: {{ $v.redis.secretKey }}
+{{- if and (or $v.admin.existingSecret $v.admin.token) (not .migration) }}
+{{- /* every service owns an outbox and serves its admin API; `oxigram migrate` needs no token */}}
+- name: OXIGRAM_ADMIN__TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "oxigram.adminSecretName" $ctx }}
+      key: {{ $v.admin.secretKey }}
+{{- end }}
 - name: OXIGRAM_REDIS_KEY_PREFIX
   value: {{ $v.redis.keyPrefix | quote }}
 - name: OXIGRAM_DB_POOL_SIZE

@@ -60,7 +60,7 @@ spec:
             - --target
             - {{ .target | quote }}
           env:
-            {{- include "oxigram.env" (dict "ctx" $ctx "component" .component "values" (dict)) | trim | nindent 12 }}
+            {{- include "oxigram.env" (dict "ctx" $ctx "component" .component "values" (dict) "migration" true) | trim | nindent 12 }}
           {{- with $v.extraEnvFrom }}
           envFrom:
             {{- tpl (toYaml .) $ctx | nindent 12 }}
