@@ -67,6 +67,9 @@ pub enum AdminCommand {
         #[arg(long)]
         destination: Option<String>,
     },
+    /// The gateway's rate limits and ban list, changed at run time on every instance.
+    #[command(subcommand)]
+    Limits(crate::admin_limits::LimitsCommand),
 }
 
 /// A service that owns an outbox (each of the six does).
@@ -154,6 +157,7 @@ pub struct Target {
 /// A connection to one service's admin API, every call carrying the operator token.
 pub struct Admin {
     target: Target,
+    channel: Channel,
     client: OutboxAdminClient<Channel>,
     bearer: tonic::metadata::MetadataValue<tonic::metadata::Ascii>,
 }
@@ -181,12 +185,19 @@ impl Admin {
             })?;
         Ok(Self {
             target,
-            client: OutboxAdminClient::new(channel),
+            client: OutboxAdminClient::new(channel.clone()),
+            channel,
             bearer,
         })
     }
 
-    fn request<T>(&self, message: T) -> Request<T> {
+    /// The connection, for the service's other admin APIs (the gateway's `LimitsAdmin`).
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
+    }
+
+    /// `message` with the operator token.
+    pub fn request<T>(&self, message: T) -> Request<T> {
         let mut request = Request::new(message);
         request
             .metadata_mut()
@@ -262,7 +273,7 @@ impl Admin {
     }
 
     /// What a refused call means to the operator.
-    fn refused(&self, status: Status) -> anyhow::Error {
+    pub fn refused(&self, status: Status) -> anyhow::Error {
         let Target { name, endpoint } = &self.target;
         let code = oxigram_errors::code_of(&status);
         match (code.as_deref(), status.code()) {
@@ -326,6 +337,10 @@ pub async fn run(args: AdminArgs) -> anyhow::Result<()> {
                 &mut out,
             )
             .await
+        }
+        AdminCommand::Limits(command) => {
+            let admin = Admin::connect(Service::Gateway.target(&config), &token).await?;
+            crate::admin_limits::run(&admin, command, &mut out).await
         }
         AdminCommand::Requeue {
             service,

@@ -4,6 +4,7 @@
 //! as failed, and requeueing them.
 
 mod admin;
+mod admin_limits;
 mod bench;
 mod device;
 mod format;
