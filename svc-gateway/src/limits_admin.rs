@@ -45,9 +45,8 @@ impl LimitsAdminApi {
         })
     }
 
-    /// Reloads this instance's rules (ending the streams of users just banned) and answers
-    /// every rule as now in force.
-    async fn reloaded(&self) -> Result<LimitRules, Status> {
+    /// Reloads this instance's rules at once, ending the streams of users just banned.
+    async fn reload_here(&self) -> Result<(), Status> {
         let gateway = &self.gateway;
         let banned = gateway
             .rules
@@ -57,7 +56,13 @@ impl LimitsAdminApi {
         banned
             .into_iter()
             .for_each(|user| gateway.hub.disconnect_user(user));
-        let limits = &gateway.limits;
+        Ok(())
+    }
+
+    /// Reloads, then answers every rule as now in force.
+    async fn reloaded(&self) -> Result<LimitRules, Status> {
+        self.reload_here().await?;
+        let limits = &self.gateway.limits;
         let rules = limits
             .configured()
             .into_iter()
@@ -156,7 +161,7 @@ impl LimitsAdmin for LimitsAdminApi {
             .await
             .map_err(Error::from)?;
         tracing::info!(user_id, changed, "user banned by an operator");
-        self.reloaded().await?;
+        self.reload_here().await?;
         Ok(Response::new(BanResponse { changed }))
     }
 
@@ -167,7 +172,7 @@ impl LimitsAdmin for LimitsAdminApi {
             .await
             .map_err(Error::from)?;
         tracing::info!(user_id, changed, "ban lifted by an operator");
-        self.reloaded().await?;
+        self.reload_here().await?;
         Ok(Response::new(BanResponse { changed }))
     }
 

@@ -127,6 +127,16 @@ impl Updates for Scripted {
     }
 }
 
+/// A client of the scripted gateway at `address`, with the test key.
+async fn client_of(address: String) -> Result<Client, Box<dyn std::error::Error>> {
+    let key = AuthKey {
+        id: 7,
+        secret: "abcd".into(),
+    };
+    Ok(Client::new(oxigram_client::connect(&address).await?, key)?
+        .with_deadline(Duration::from_secs(5)))
+}
+
 /// Serves `scripted` on a free port; returns its address.
 async fn serve(scripted: Scripted) -> std::io::Result<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -144,13 +154,7 @@ async fn resumes_after_a_lost_stream_and_catches_up_in_slices()
 -> Result<(), Box<dyn std::error::Error>> {
     let scripted = Scripted::default();
     let opened_at = scripted.opened_at.clone();
-    let address = serve(scripted).await?;
-    let key = AuthKey {
-        id: 7,
-        secret: "abcd".into(),
-    };
-    let client = Client::new(oxigram_client::connect(&address).await?, key)?
-        .with_deadline(Duration::from_secs(5));
+    let client = client_of(serve(scripted).await?).await?;
     let options = StreamOptions {
         // Long enough that only the reconnection and DifferenceNeeded fill the gap.
         gap_wait: Duration::from_secs(30),
@@ -253,13 +257,7 @@ async fn a_paced_reopening_comes_back_after_its_wait_not_as_a_failure()
         ..Scripted::default()
     };
     let (opened_at, opened_when) = (scripted.opened_at.clone(), scripted.opened_when.clone());
-    let address = serve(scripted).await?;
-    let key = AuthKey {
-        id: 7,
-        secret: "abcd".into(),
-    };
-    let client = Client::new(oxigram_client::connect(&address).await?, key)?
-        .with_deadline(Duration::from_secs(5));
+    let client = client_of(serve(scripted).await?).await?;
     let options = StreamOptions {
         gap_wait: Duration::from_secs(30),
         first_retry: Duration::from_millis(10),
