@@ -135,6 +135,12 @@ enum Command {
         #[arg(long)]
         revoke: bool,
     },
+    /// Marks voice or video notes you received as played, named by their ids (your own,
+    /// comma-separated): their senders see them played too.
+    ReadContents {
+        #[arg(long, value_delimiter = ',', required = true)]
+        ids: Vec<i64>,
+    },
     /// Clears the dialog with a user, in batches until nothing is left: the dialog leaves
     /// the list unless --just-clear; --revoke clears the other side too.
     Clear {
@@ -300,6 +306,10 @@ fn show_update(u: &PtsUpdate) -> String {
             let ids: Vec<String> = d.ids.iter().map(|id| format!("#{id}")).collect();
             format!("deleted messages {}", ids.join(", "))
         }
+        Some(update::Kind::ReadMessageContents(r)) => {
+            let ids: Vec<String> = r.messages.iter().map(|id| format!("#{id}")).collect();
+            format!("played messages {}", ids.join(", "))
+        }
         Some(update::Kind::DialogPinned(p)) => format!(
             "{} dialog with peer {}",
             if p.pinned { "pinned" } else { "unpinned" },
@@ -458,6 +468,7 @@ async fn main() -> anyhow::Result<()> {
             drop_author,
         } => forward(&path, &from, ids, &to, drop_author).await?,
         Command::Delete { ids, revoke } => delete(&path, ids, revoke).await?,
+        Command::ReadContents { ids } => read_contents(&path, ids).await?,
         Command::Clear {
             with,
             just_clear,
@@ -663,6 +674,17 @@ async fn delete(path: &std::path::Path, ids: Vec<i64>, revoke: bool) -> anyhow::
         deleted.pts_count, deleted.pts
     );
     c.apply_own(path, deleted_update(&ids, deleted))
+}
+
+async fn read_contents(path: &std::path::Path, ids: Vec<i64>) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let read = c.client.read_message_contents(ids).await?;
+    if read.pts_count == 0 {
+        println!("nothing was unplayed (pts {})", read.pts);
+    } else {
+        println!("marked played (pts {})", read.pts);
+    }
+    Ok(())
 }
 
 /// Clears a dialog batch after batch while the answer says more is left. The device's own

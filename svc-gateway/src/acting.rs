@@ -36,6 +36,7 @@ acting! {
     messages::EditMessageRequest { owner_id, auth_key_id } = types::EditMessageRequest;
     messages::DeleteMessagesRequest { owner_id, auth_key_id } = types::DeleteMessagesRequest;
     messages::DeleteHistoryRequest { owner_id, auth_key_id } = types::DeleteHistoryRequest;
+    messages::ReadMessageContentsRequest { owner_id, auth_key_id } = types::ReadMessageContentsRequest;
     messages::GetHistoryRequest { owner_id } = types::GetHistoryRequest;
     messages::GetMessagesRequest { owner_id } = types::GetMessagesRequest;
     messages::BlockRequest { owner_id } = types::BlockRequest;

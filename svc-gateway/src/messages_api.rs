@@ -10,9 +10,10 @@ use oxigram_proto::{
         DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, EditMessageResponse,
         ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages, GetBlockedRequest,
         GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
-        OutboxReadDate, ReadHistoryRequest, ReceivedMessagesRequest, ReceivedMessagesResponse,
-        SearchRequest, SendMediaRequest, SendMediaResponse, SendMessageRequest,
-        SendMessageResponse, SetTypingRequest, SetTypingResponse, messages_server::Messages,
+        OutboxReadDate, ReadHistoryRequest, ReadMessageContentsRequest, ReceivedMessagesRequest,
+        ReceivedMessagesResponse, SearchRequest, SendMediaRequest, SendMediaResponse,
+        SendMessageRequest, SendMessageResponse, SetTypingRequest, SetTypingResponse,
+        messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -99,6 +100,22 @@ impl Gateway {
             .await
             .map_err(forward)?;
         Ok(state.into_inner().pts)
+    }
+
+    /// What a call that may move the caller's pts answers: its own pts when it moved them,
+    /// else (nothing changed, or the log has not answered yet) the current pts, pts_count 0.
+    async fn affected(
+        &self,
+        user_id: i64,
+        moved: AffectedMessages,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        if moved.pts_count > 0 {
+            return Ok(Response::new(moved));
+        }
+        Ok(Response::new(AffectedMessages {
+            pts: self.current_pts(user_id).await?,
+            pts_count: 0,
+        }))
     }
 
     /// `PEER_ID_INVALID` unless `peer` is an existing user.
@@ -261,15 +278,9 @@ impl Messages for MessagesApi {
         let (me, request) = self.0.signed_in(request).await?;
         let request = messages_svc::DeleteMessagesRequest::acting(me, request);
         let deleted = self.0.messages.clone().delete_messages(request).await;
-        let deleted = deleted.map_err(forward)?.into_inner();
-        if deleted.pts_count > 0 {
-            return Ok(Response::new(deleted));
-        }
-        // Nothing was deleted (or the log has not answered yet): the current state.
-        Ok(Response::new(AffectedMessages {
-            pts: self.0.current_pts(me.user_id).await?,
-            pts_count: 0,
-        }))
+        self.0
+            .affected(me.user_id, deleted.map_err(forward)?.into_inner())
+            .await
     }
 
     async fn delete_history(
@@ -338,15 +349,10 @@ impl Messages for MessagesApi {
         // read right after what it counted.
         let request = dialogs_svc::ReadHistoryRequest::acting(me, request);
         let read = self.0.dialogs.clone().read_history(request).await;
-        let read = read.map_err(forward)?.into_inner();
-        if read.pts_count > 0 {
-            return Ok(Response::new(read));
-        }
-        // A repeat: nothing moved, no new pts; the current state.
-        Ok(Response::new(AffectedMessages {
-            pts: self.0.current_pts(me.user_id).await?,
-            pts_count: 0,
-        }))
+        // A repeat moves nothing: the current state.
+        self.0
+            .affected(me.user_id, read.map_err(forward)?.into_inner())
+            .await
     }
 
     async fn get_outbox_read_date(
@@ -452,5 +458,17 @@ impl Messages for MessagesApi {
             .set_typing(me, request.peer.as_ref(), request.action.as_ref())
             .await?;
         Ok(Response::new(SetTypingResponse {}))
+    }
+
+    async fn read_message_contents(
+        &self,
+        request: Request<ReadMessageContentsRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        let request = messages_svc::ReadMessageContentsRequest::acting(me, request);
+        let read = self.0.messages.clone().read_message_contents(request).await;
+        self.0
+            .affected(me.user_id, read.map_err(forward)?.into_inner())
+            .await
     }
 }

@@ -63,7 +63,8 @@ pub fn decode_media(stored: &[u8], owner_id: i64, box_id: i64) -> Option<Message
     Some(media)
 }
 
-/// Whether a recipient's box of this media starts unplayed: voice and video notes.
+/// Whether the boxes of this media start unplayed (outside Saved Messages): voice and video
+/// notes.
 pub fn starts_unread(media: Option<&MessageMedia>) -> bool {
     media.is_some_and(|m| matches!(Kind::try_from(m.kind), Ok(Kind::Voice | Kind::VideoNote)))
 }
@@ -178,7 +179,8 @@ impl BodyRow {
             entities: entities::decode(&self.entities),
             reply_quote: entities::decode_quote(&self.quote),
             fwd_from: self.fwd().header(),
-            media_unread: !out && starts_unread(media.as_deref()),
+            // Unplayed in both boxes: the sender's shows whether the recipient played it.
+            media_unread: self.sender_id != self.recipient_id && starts_unread(media.as_deref()),
             media,
             grouped_id: self.grouped_id,
         }

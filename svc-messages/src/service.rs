@@ -8,8 +8,8 @@ use oxigram_proto::{
         BlockedByResponse, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
         ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
         GetMessagesRequest, HoldsContentRequest, HoldsContentResponse, MediaOfMessageRequest,
-        MessageList, SearchRequest, SearchResponse, SendMediaRequest, SendMessageRequest,
-        messages_server::Messages,
+        MessageList, ReadMessageContentsRequest, SearchRequest, SearchResponse, SendMediaRequest,
+        SendMessageRequest, messages_server::Messages,
     },
     require_peer,
     types::v1::{
@@ -31,6 +31,7 @@ use crate::{
     forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
+    read_contents::{self, ContentsRead, ReadContents},
     rows,
     search_words::{QueryRefused, QueryWords},
     send::{self, NewMessage},
@@ -240,6 +241,21 @@ fn delete_ids(owner_id: i64, r: &types::DeleteMessagesRequest) -> Result<Vec<i64
     Ok(r.ids.iter().copied().filter(|id| *id > 0).collect())
 }
 
+/// The ids a ReadMessageContents names: at most 1000; those not above 0 are dropped.
+fn contents_ids(owner_id: i64, r: &types::ReadMessageContentsRequest) -> Result<Vec<i64>, Status> {
+    check_owner(owner_id)?;
+    if r.ids.len() > MAX_IDS {
+        return Err(status(
+            ErrorCode::MessageIdsTooMany,
+            &format!("at most {MAX_IDS} ids"),
+        ));
+    }
+    let mut ids: Vec<i64> = r.ids.iter().copied().filter(|id| *id > 0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}
+
 /// What a DeleteHistory clears: the peer's dialog, ids up to max_id (0 = all).
 fn history_targets(owner_id: i64, r: &types::DeleteHistoryRequest) -> Result<Targets, Status> {
     check_owner(owner_id)?;
@@ -302,6 +318,38 @@ impl MessagesService {
 
 #[tonic::async_trait]
 impl Messages for MessagesService {
+    async fn read_message_contents(
+        &self,
+        request: Request<ReadMessageContentsRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let ReadMessageContentsRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let ids = contents_ids(owner_id, &request.unwrap_or_default())?;
+        let read = ReadContents {
+            owner_id,
+            auth_key_id,
+            ids,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        };
+        let ContentsRead {
+            updates_events,
+            updates_rows,
+        } = read_contents::read_contents(&self.pool, &self.outbox, &read)
+            .await
+            .map_err(Error::from)?;
+        if updates_events.is_empty() {
+            return Ok(Response::new(AffectedMessages::default()));
+        }
+        let (pts, pts_count) = self
+            .to_updates
+            .fast_path(&self.outbox, updates_events, &updates_rows, owner_id)
+            .await;
+        Ok(Response::new(AffectedMessages { pts, pts_count }))
+    }
+
     async fn delete_messages(
         &self,
         request: Request<DeleteMessagesRequest>,
@@ -1081,6 +1129,25 @@ mod tests {
                 history(0, Some(types::InputPeer::user(2)), 0),
                 Err("USER_ID_INVALID"),
             ),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            assert_eq!(got, want.map_err(str::to_owned), "row {i}");
+        }
+    }
+
+    #[test]
+    fn read_contents_requests_are_checked() {
+        let ids = |owner: i64, ids: Vec<i64>| {
+            contents_ids(owner, &types::ReadMessageContentsRequest { ids })
+                .map_err(|s| oxigram_errors::code_of(&s).unwrap_or_default())
+        };
+        // (request, the ids kept or the code)
+        let table = [
+            (ids(1, vec![5, 0, -2, 3, 5]), Ok::<_, &str>(vec![3, 5])),
+            (ids(1, vec![]), Ok(vec![])),
+            (ids(1, (1..=1000).collect()), Ok((1..=1000).collect())),
+            (ids(1, (1..=1001).collect()), Err("MESSAGE_IDS_TOO_MANY")),
+            (ids(0, vec![1]), Err("USER_ID_INVALID")),
         ];
         for (i, (got, want)) in table.into_iter().enumerate() {
             assert_eq!(got, want.map_err(str::to_owned), "row {i}");

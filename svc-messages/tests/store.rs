@@ -1,18 +1,19 @@
 //! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
 //! events and outbox rows, replays, replies, blocks, forwards), the edit and delete
-//! transactions, and the owner-view reads, search included.
+//! transactions, playing notes (read contents), and the owner-view reads, search included.
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
-    EditMessageRequest, ForwardMessagesRequest, InputPeer, Message, MessageEntity, ReplyQuote,
-    SendMessageRequest, UserEvent, message_entity, update,
+    EditMessageRequest, ForwardMessagesRequest, InputPeer, Message, MessageEntity, MessageMedia,
+    ReplyQuote, SendMessageRequest, UserEvent, message_entity, message_media, update,
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
     delete::{self, Delete, DeleteOutcome, Deleted, MAX_DELETE_BATCH, Targets},
     edit::{self, Edit, EditOutcome},
     forward::Forward,
+    read_contents::{self, ContentsRead, ReadContents},
     search_index,
     search_words::QueryWords,
     send::{self, NewMessage, SendOutcome, Sent},
@@ -1771,5 +1772,176 @@ async fn a_history_is_cleared_newest_first_in_bounded_batches() -> anyhow::Resul
         .await?
         .context("forbidden")?;
     assert!(done.updates_events.is_empty() && !done.more);
+    Ok(())
+}
+
+/// A send of a media message of `kind`.
+fn with_media(sender: i64, peer: i64, random_id: i64, kind: message_media::Kind) -> NewMessage {
+    let mut m = new(sender, peer, random_id, "");
+    m.request.media = Some(MessageMedia {
+        kind: kind as i32,
+        file_id: random_id,
+        size: 10,
+        sha256: format!("{random_id:064}"),
+        ..MessageMedia::default()
+    });
+    m
+}
+
+async fn read_contents_of(
+    db: &Migrated,
+    outbox: &Outbox,
+    owner_id: i64,
+    ids: Vec<i64>,
+) -> anyhow::Result<Vec<(i64, Vec<i64>, i64)>> {
+    let read = ReadContents {
+        owner_id,
+        auth_key_id: 9,
+        ids,
+        traceparent: None,
+    };
+    let ContentsRead {
+        updates_events,
+        updates_rows,
+    } = read_contents::read_contents(&db.pool, outbox, &read).await?;
+    anyhow::ensure!(
+        updates_events.is_empty() == updates_rows.is_empty(),
+        "an outbox row for the events"
+    );
+    updates_events
+        .into_iter()
+        .map(|e| match e.update.and_then(|u| u.kind) {
+            Some(update::Kind::ReadMessageContents(r)) => {
+                anyhow::ensure!(e.pts_count == 1 && r.date == e.date);
+                Ok((e.user_id, r.messages, e.origin_auth_key_id))
+            }
+            other => anyhow::bail!("not a read-contents event: {other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn playing_a_note_clears_both_boxes_once_and_logs_an_event_for_each_owner()
+-> anyhow::Result<()> {
+    use message_media::Kind;
+    let (db, outbox) = schema().await?;
+    // Ann sends Bob a voice note, a video note and a document; Bob sends Ann a voice note.
+    let mut ann_ids = Vec::new();
+    for (n, kind) in [(1, Kind::Voice), (2, Kind::VideoNote), (3, Kind::Document)] {
+        let outcome = send_one(&db, &outbox, with_media(ANN, BOB, n, kind)).await?;
+        ann_ids.push(sent(&outcome)?.message.id);
+    }
+    let bobs_own = send_one(&db, &outbox, with_media(BOB, ANN, 4, Kind::Voice)).await?;
+    let bobs_own = sent(&bobs_own)?.message.id;
+    let ann_view = by_ids(&db, ANN, &ann_ids).await?;
+    let unread: Vec<bool> = ann_view.iter().map(|m| m.media_unread).collect();
+    assert_eq!(
+        unread,
+        vec![true, true, false],
+        "the sender's notes start unplayed"
+    );
+    let bob_ids: Vec<i64> = (1..=3).collect();
+    let unread: Vec<bool> = by_ids(&db, BOB, &bob_ids)
+        .await?
+        .iter()
+        .map(|m| m.media_unread)
+        .collect();
+    assert_eq!(unread, vec![true, true, false]);
+    let before = outbox_rows(&db).await?;
+
+    // Nothing to play: no event, no outbox row. Bob's own outgoing note is not his to play,
+    // Ann's ids are not his, and the document has no note.
+    let table: [(i64, Vec<i64>); 4] = [
+        (BOB, vec![]),
+        (BOB, vec![bobs_own]),
+        (BOB, vec![3, 99]),
+        (CAROL, vec![1, 2]),
+    ];
+    for (i, (owner, ids)) in table.into_iter().enumerate() {
+        assert!(
+            read_contents_of(&db, &outbox, owner, ids).await?.is_empty(),
+            "row {i}"
+        );
+    }
+    assert_eq!(outbox_rows(&db).await?, before);
+
+    // Bob plays the voice note (and names the document): his box and Ann's change.
+    let events = read_contents_of(&db, &outbox, BOB, vec![1, 3]).await?;
+    assert_eq!(
+        events,
+        vec![(BOB, vec![1], 9), (ANN, vec![ann_ids[0]], 0)],
+        "the caller's event first, from her device; the sender's in her ids"
+    );
+    assert!(!by_ids(&db, BOB, &[1]).await?[0].media_unread);
+    assert!(!by_ids(&db, ANN, &[ann_ids[0]]).await?[0].media_unread);
+    assert!(
+        by_ids(&db, BOB, &[2]).await?[0].media_unread,
+        "only what was played"
+    );
+    assert_eq!(
+        outbox_rows(&db).await?,
+        before + 1,
+        "one outbox row for both events"
+    );
+
+    // Once: a repeat changes nothing. Two concurrent reads of the video note: one wins.
+    assert!(
+        read_contents_of(&db, &outbox, BOB, vec![1])
+            .await?
+            .is_empty()
+    );
+    let (a, b) = tokio::join!(
+        read_contents_of(&db, &outbox, BOB, vec![2]),
+        read_contents_of(&db, &outbox, BOB, vec![2, 1])
+    );
+    let (a, b) = (a?, b?);
+    assert_eq!(
+        a.len() + b.len(),
+        2,
+        "one pair of events between them: {a:?} {b:?}"
+    );
+
+    // A deleted box is not played, and its sender's box stays unplayed.
+    let fourth = send_one(&db, &outbox, with_media(ANN, BOB, 5, Kind::Voice)).await?;
+    // Bob's fifth box: his own note to Ann took his fourth.
+    let (ann_fourth, bob_fourth) = (sent(&fourth)?.message.id, 5);
+    let deleted = delete::delete(
+        &db.pool,
+        &outbox,
+        &Delete {
+            owner_id: BOB,
+            auth_key_id: 9,
+            targets: Targets::Ids(vec![bob_fourth]),
+            revoke: false,
+            traceparent: None,
+        },
+    )
+    .await?;
+    assert!(matches!(deleted, DeleteOutcome::Deleted(_)));
+    assert!(
+        read_contents_of(&db, &outbox, BOB, vec![bob_fourth])
+            .await?
+            .is_empty()
+    );
+    assert!(by_ids(&db, ANN, &[ann_fourth]).await?[0].media_unread);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_note_to_saved_messages_is_never_unplayed() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    let outcome = send_one(
+        &db,
+        &outbox,
+        with_media(ANN, ANN, 1, message_media::Kind::Voice),
+    )
+    .await?;
+    let id = sent(&outcome)?.message.id;
+    assert!(!by_ids(&db, ANN, &[id]).await?[0].media_unread);
+    assert!(
+        read_contents_of(&db, &outbox, ANN, vec![id])
+            .await?
+            .is_empty()
+    );
     Ok(())
 }

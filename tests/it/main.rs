@@ -18,6 +18,7 @@ mod group_commit;
 mod limits;
 mod media;
 mod media_messages;
+mod message_contents;
 mod message_delete;
 mod message_edit;
 mod message_format;

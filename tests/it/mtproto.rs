@@ -14,7 +14,7 @@ use oxigram_tests::{LOGIN_CODE, Mode, System, free_port};
 use oxigram_tl::{enums, functions, types};
 
 /// A system with the door open on a free port; the server key's public PEM is returned.
-async fn system_with_door() -> anyhow::Result<(System, ServerKey, u16)> {
+pub(crate) async fn system_with_door() -> anyhow::Result<(System, ServerKey, u16)> {
     let (mut config, ground) = System::config().await?;
     let key = ServerKey::generate()?;
     let pem = ground.dir.join("mtproto_rsa.pem");
@@ -26,7 +26,7 @@ async fn system_with_door() -> anyhow::Result<(System, ServerKey, u16)> {
     Ok((system, key, port))
 }
 
-async fn connect(key: &ServerKey, port: u16) -> anyhow::Result<Client> {
+pub(crate) async fn connect(key: &ServerKey, port: u16) -> anyhow::Result<Client> {
     // The door opens with the gateway; give it a moment on slow machines.
     for _ in 0..50 {
         match Client::connect(
@@ -47,7 +47,7 @@ async fn connect(key: &ServerKey, port: u16) -> anyhow::Result<Client> {
 }
 
 /// The latest ten messages with `peer`.
-fn latest(peer: enums::InputPeer) -> functions::messages::GetHistory {
+pub(crate) fn latest(peer: enums::InputPeer) -> functions::messages::GetHistory {
     functions::messages::GetHistory {
         peer,
         offset_id: 0,

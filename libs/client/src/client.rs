@@ -11,13 +11,13 @@ use oxigram_proto::{
         ForwardMessagesResponse, GetContactsRequest, GetDialogsRequest, GetDifferenceRequest,
         GetHistoryRequest, GetMeRequest, GetPrivacyRequest, GetStateRequest, ImportContactsRequest,
         ImportedContacts, InputContact, MessagesSlice, PrivacyChanged, ProfileChanged,
-        ReadHistoryRequest, ResolvePhoneRequest, ResolveUsernameRequest, SendCodeRequest,
-        SendMessageAction, SendMessageRequest, SendMessageResponse, SetTypingRequest,
-        SetTypingResponse, SignInRequest, SignUpRequest, StreamEvent, StreamRequest,
-        UpdateProfileRequest, UpdateStatusRequest, UpdateStatusResponse, UpdateUsernameRequest,
-        account_client::AccountClient, auth_client::AuthClient, contacts_client::ContactsClient,
-        dialogs_client::DialogsClient, messages_client::MessagesClient,
-        updates_client::UpdatesClient, users_client::UsersClient,
+        ReadHistoryRequest, ReadMessageContentsRequest, ResolvePhoneRequest,
+        ResolveUsernameRequest, SendCodeRequest, SendMessageAction, SendMessageRequest,
+        SendMessageResponse, SetTypingRequest, SetTypingResponse, SignInRequest, SignUpRequest,
+        StreamEvent, StreamRequest, UpdateProfileRequest, UpdateStatusRequest,
+        UpdateStatusResponse, UpdateUsernameRequest, account_client::AccountClient,
+        auth_client::AuthClient, contacts_client::ContactsClient, dialogs_client::DialogsClient,
+        messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{
         DialogFilter, DialogFilters, EditPeerFoldersRequest, GetNotifySettingsRequest,
@@ -353,6 +353,17 @@ impl Client {
     ) -> Result<AffectedMessages, Error> {
         let d = self.deadline;
         d.unary(self.messages().delete_messages(d.request(request)))
+            .await
+    }
+
+    /// Marks voice or video notes this user received as played (her box ids, at most 1000):
+    /// the senders' devices learn it too. The answer's `pts_count` is 0 when nothing was
+    /// unplayed; this device's own update comes by getDifference (only it says which of the
+    /// ids changed).
+    pub async fn read_message_contents(&self, ids: Vec<i64>) -> Result<AffectedMessages, Error> {
+        let d = self.deadline;
+        let request = ReadMessageContentsRequest { ids };
+        d.unary(self.messages().read_message_contents(d.request(request)))
             .await
     }
 

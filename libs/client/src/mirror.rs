@@ -200,6 +200,7 @@ impl Mirror {
                 d.delivered_outbox_max_id = d.delivered_outbox_max_id.max(delivered.max_id);
             }
             update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
+            update::Kind::ReadMessageContents(read) => self.read_contents(&read.messages),
             update::Kind::DialogPinned(u) => self.pin(u.peer_user(), u.pinned),
             update::Kind::PinnedDialogs(u) => {
                 let order: Vec<i64> = u.order.iter().filter_map(Peer::user_id).collect();
@@ -361,6 +362,21 @@ impl Mirror {
             d.read_inbox_max_id = d.read_inbox_max_id.max(max_id);
             d.unread_count = still_unread_count;
             d.unread_mark = false;
+        }
+    }
+
+    /// The contents of messages of the owner's were played (her ids, any dialogs): they are
+    /// unplayed no more. Ids the copy lacks change nothing.
+    fn read_contents(&mut self, ids: &[i64]) {
+        for id in ids {
+            let held = self
+                .dialog_of
+                .get(id)
+                .and_then(|peer| self.dialogs.get_mut(peer))
+                .and_then(|d| d.messages.get_mut(id));
+            if let Some(m) = held {
+                m.media_unread = false;
+            }
         }
     }
 
@@ -603,7 +619,7 @@ impl Mirror {
 mod tests {
     use oxigram_proto::types::v1::{
         Update, UpdateDeleteMessages, UpdateDeliveredOutbox, UpdateEditMessage, UpdateNewMessage,
-        UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+        UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UpdateReadMessageContents,
     };
 
     use super::*;
@@ -805,6 +821,37 @@ mod tests {
         assert_eq!(d, Some((2, 1002)));
         assert_eq!(mirror.dialog(CAROL), None);
         assert_eq!(mirror.stats().unknown_edits, 1);
+    }
+
+    #[test]
+    fn played_notes_are_unplayed_no_more() {
+        let note = |id: i64, peer: i64| {
+            wrap(update::Kind::NewMessage(UpdateNewMessage {
+                message: Some(Message {
+                    media_unread: true,
+                    ..message(id, peer, false, "")
+                }),
+                random_id: 0,
+            }))
+        };
+        let mut mirror = mirror_of(&[note(1, BOB), note(2, BOB), note(3, CAROL)]);
+        mirror.apply(&wrap(update::Kind::ReadMessageContents(
+            UpdateReadMessageContents {
+                messages: vec![3, 1, 99],
+                date: 5,
+            },
+        )));
+        let unplayed: Vec<(i64, bool)> = [BOB, CAROL]
+            .iter()
+            .flat_map(|peer| mirror.history(*peer))
+            .map(|m| (m.id, m.media_unread))
+            .collect();
+        assert_eq!(
+            unplayed.iter().filter(|(_, unread)| *unread).count(),
+            1,
+            "only 2 stays unplayed: {unplayed:?}"
+        );
+        assert!(unplayed.contains(&(2, true)));
     }
 
     #[test]

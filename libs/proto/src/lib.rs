@@ -48,6 +48,7 @@ package!(
         ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
         UpdateNotifySettingsRequest, GetMessageFileRequest, InputMedia, InputSingleMedia,
         MessageMedia, PhotoSize, SendMediaRequest, SendMediaResponse, UploadByHashRequest,
+        ReadMessageContentsRequest,
     };
 );
 

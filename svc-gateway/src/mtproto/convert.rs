@@ -204,7 +204,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
     enums::Message::Message(types::Message {
         out: message.out,
         mentioned: false,
-        media_unread: false,
+        media_unread: message.media_unread,
         silent: message.silent,
         post: false,
         from_scheduled: false,

@@ -50,6 +50,9 @@ pub async fn answer(
         functions::messages::ForwardMessages::CONSTRUCTOR_ID => {
             forward_messages(gateway, header, query).await
         }
+        functions::messages::ReadMessageContents::CONSTRUCTOR_ID => {
+            read_message_contents(gateway, header, query).await
+        }
         functions::messages::Search::CONSTRUCTOR_ID => search(gateway, header, query).await,
         functions::messages::GetDialogs::CONSTRUCTOR_ID => {
             get_dialogs(gateway, header, query).await
@@ -244,6 +247,25 @@ async fn delete_messages(
             ox::DeleteMessagesRequest {
                 ids: delete.id.iter().map(|id| i64::from(*id)).collect(),
                 revoke: delete.revoke,
+            },
+        )?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    Ok(affected(done.pts, done.pts_count))
+}
+
+async fn read_message_contents(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    query: &[u8],
+) -> Result<Vec<u8>, RpcError> {
+    let read: functions::messages::ReadMessageContents = read(query)?;
+    let done = MessagesApi(gateway.clone())
+        .read_message_contents(request(
+            header,
+            ox::ReadMessageContentsRequest {
+                ids: read.id.iter().map(|id| i64::from(*id)).collect(),
             },
         )?)
         .await

@@ -74,6 +74,14 @@ pub fn pts_update(logged: &PtsUpdate) -> enums::Update {
                 pts_count,
             })
         }
+        Some(update::Kind::ReadMessageContents(read)) => {
+            enums::Update::ReadMessagesContents(types::UpdateReadMessagesContents {
+                messages: read.messages.iter().map(|id| int(*id)).collect(),
+                pts,
+                pts_count,
+                date: Some(int(read.date)),
+            })
+        }
         Some(update::Kind::ReadHistoryInbox(read)) => {
             enums::Update::ReadHistoryInbox(types::UpdateReadHistoryInbox {
                 folder_id: None,
@@ -266,7 +274,7 @@ pub async fn pushed(
             types::UpdateShortMessage {
                 out: message.out,
                 mentioned: false,
-                media_unread: false,
+                media_unread: message.media_unread,
                 silent: message.silent,
                 id: int(message.id),
                 user_id: peer,
