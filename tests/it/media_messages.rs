@@ -20,7 +20,7 @@ use oxigram_proto::{
     },
 };
 use oxigram_testkit::s3::S3Server;
-use oxigram_tests::{Mode, System, TestClient, client::code};
+use oxigram_tests::{Mode, System, TestClient, client::code, rss_kib};
 use sha2::{Digest, Sha256};
 
 const MIB: usize = 1024 * 1024;
@@ -547,19 +547,6 @@ async fn bad_ranges_and_edits_of_media_get_their_codes() -> anyhow::Result<()> {
         .await;
     assert_eq!(refused(stolen).as_deref(), Some("FILE_ID_INVALID"));
     Ok(())
-}
-
-/// The resident memory of process `pid`, in KiB (VmRSS), and its peak (VmHWM).
-fn rss_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    Ok((field("VmRSS:"), field("VmHWM:")))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

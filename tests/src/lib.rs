@@ -683,6 +683,19 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
     env
 }
 
+/// The resident memory of process `pid`, in KiB (VmRSS), and its peak (VmHWM).
+pub fn rss_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Ok((field("VmRSS:"), field("VmHWM:")))
+}
+
 /// Polls `check` until it returns `Some`, or fails after `timeout`.
 pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> anyhow::Result<T>
 where

@@ -1,0 +1,389 @@
+//! One gateway at scale, in one run: `--devices` devices (spread over `--accounts` accounts,
+//! sharing `--connections` HTTP/2 connections) each hold an idle update stream, and the
+//! gateway's resident memory is measured before and after (per stream); then every stream
+//! drops, each account gets `--behind` new messages, and all the devices reconnect at once
+//! from where they were (a reconnect storm) while `--pairs` pairs of other users send in
+//! closed loops. Prints the memory per stream, each device's time to converge (p50/p99/max),
+//! the paced retries and errors, and the concurrent sends' latency against the same load on
+//! a quiet system, then a JSON line. The gateway runs as its own process.
+//!
+//! ```sh
+//! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example stream_scale -- \
+//!     [--devices 10000] [--accounts 100] [--connections 100] [--behind 100] [--pairs 4] \
+//!     [--load-secs 10]
+//! ```
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use anyhow::Context;
+use futures::{StreamExt, stream};
+use oxigram::Target;
+use oxigram_client::{Client, Event, State, StreamOptions, UpdateStream};
+use oxigram_proto::api::v1::stream_event;
+use oxigram_tests::{LOGIN_CODE, Mode, System, TestClient, rss_kib};
+use tokio::time::Instant;
+
+struct Args {
+    devices: usize,
+    accounts: usize,
+    connections: usize,
+    behind: usize,
+    pairs: usize,
+    load_secs: u64,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        devices: 10_000,
+        accounts: 100,
+        connections: 100,
+        behind: 100,
+        pairs: 4,
+        load_secs: 10,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value: u64 = it.next().context("a value after each flag")?.parse()?;
+        match flag.as_str() {
+            "--devices" => a.devices = value as usize,
+            "--accounts" => a.accounts = value as usize,
+            "--connections" => a.connections = value as usize,
+            "--behind" => a.behind = value as usize,
+            "--pairs" => a.pairs = value as usize,
+            "--load-secs" => a.load_secs = value,
+            other => anyhow::bail!("unknown flag {other}"),
+        }
+    }
+    anyhow::ensure!(
+        a.accounts > 0 && a.devices >= a.accounts && a.connections > 0,
+        "at least one device per account, and a connection"
+    );
+    Ok(a)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+/// The wait a `FLOOD_WAIT_<seconds>` code asks for.
+fn flood_wait(code: &str) -> Option<Duration> {
+    let secs = code.strip_prefix("FLOOD_WAIT_")?.parse().ok()?;
+    Some(Duration::from_secs(secs))
+}
+
+fn phone(account: usize) -> String {
+    format!("1902{account:06}")
+}
+
+/// A device of one account, on a shared connection.
+struct Device {
+    account: usize,
+    client: Client,
+}
+
+/// Closed-loop sends of pair i (user 2i to user 2i+1) until `stop`; every send's latency.
+async fn load(
+    users: &[TestClient],
+    ids: &[i64],
+    stop: &AtomicBool,
+    seq: &AtomicU64,
+) -> anyhow::Result<Vec<Duration>> {
+    let loops = (0..users.len() / 2).map(|i| {
+        let (from, to) = (&users[2 * i], ids[2 * i + 1]);
+        async move {
+            let mut took = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let random_id = seq.fetch_add(1, Ordering::Relaxed) as i64 + 1;
+                let start = Instant::now();
+                from.send(to, random_id, "load").await?;
+                took.push(start.elapsed());
+            }
+            anyhow::Ok(took)
+        }
+    });
+    let mut all = Vec::new();
+    for took in futures::future::join_all(loops).await {
+        all.extend(took?);
+    }
+    all.sort();
+    Ok(all)
+}
+
+/// The pts of each account's log, once it is at least `at_least` for every one.
+async fn account_pts(
+    devices: &[Device],
+    heads: &[usize],
+    at_least: &[i32],
+) -> anyhow::Result<Vec<i32>> {
+    oxigram_tests::eventually(Duration::from_secs(120), "every account's log", || async {
+        let mut pts = Vec::with_capacity(heads.len());
+        for (a, head) in heads.iter().enumerate() {
+            let state = devices[*head].client.get_state().await?;
+            if state.pts < at_least[a] {
+                return Ok(None);
+            }
+            pts.push(state.pts);
+        }
+        Ok(Some(pts))
+    })
+    .await
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() -> anyhow::Result<()> {
+    let a = args()?;
+    let (mut config, ground) = System::config().await?;
+    config.telemetry.log_filter = "warn".into();
+    config.db_pool_size = 16;
+    // The bench logs many devices into few accounts, and every one opens streams.
+    config.limits.sign_in_per_phone = 1_000_000;
+    config.limits.send_code_per_phone = 1_000_000;
+    config.limits.stream_opens_per_device = 1_000_000;
+    config.limits.difference_per_device = 1_000_000;
+    config.streams.idle_timeout_secs = 0;
+    let system = System::start_with(config, ground, Mode::Processes).await?;
+    let gateway = system.gateway();
+    let gateway_pid = system
+        .pid(Target::Gateway)
+        .context("the gateway's process")?;
+
+    // The accounts' devices, a few hundred streams to a connection.
+    let mut connections = Vec::with_capacity(a.connections);
+    for _ in 0..a.connections {
+        connections.push(oxigram_client::connect(&gateway).await?);
+    }
+    let per_account = a.devices / a.accounts;
+    let made = Instant::now();
+    let devices: Vec<Device> = stream::iter(0..a.accounts * per_account)
+        .map(|i| {
+            let channel = connections[i % connections.len()].clone();
+            let account = i / per_account;
+            async move {
+                let client = Client::create(channel, "scale").await?;
+                let login = client.request_code(&phone(account)).await?;
+                if i % per_account == 0 {
+                    client.sign_up(&login, LOGIN_CODE, "Scale").await?;
+                } else {
+                    client.sign_in(&login, LOGIN_CODE).await?;
+                }
+                anyhow::Ok(Device { account, client })
+            }
+        })
+        // An account's first device signs it up before its others sign in.
+        .buffered(per_account.min(64))
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()?;
+    let heads: Vec<usize> = (0..a.accounts).map(|acc| acc * per_account).collect();
+    let mut account_ids = Vec::with_capacity(a.accounts);
+    for head in &heads {
+        account_ids.push(devices[*head].client.get_me().await?.id);
+    }
+    eprintln!(
+        "{} devices of {} accounts signed in over {} connections in {:.1} s",
+        devices.len(),
+        a.accounts,
+        a.connections,
+        made.elapsed().as_secs_f64()
+    );
+
+    // The sender of the missed messages, and the load's pairs.
+    let mut sender = system.device().await?;
+    sender.sign_up("19030000", "Sender").await?;
+    let mut users = Vec::with_capacity(2 * a.pairs);
+    for i in 0..2 * a.pairs {
+        let mut u = system.device().await?;
+        u.sign_up(&format!("1904{i:06}"), "Load").await?;
+        users.push(u);
+    }
+    let user_ids: Vec<i64> = users
+        .iter()
+        .map(|u| u.user_id())
+        .collect::<Result<_, _>>()?;
+    // Every account has a dialog with the sender and a pts above 0 to resume from.
+    let sender = &sender;
+    stream::iter(account_ids.iter().enumerate())
+        .map(|(i, id)| async move { sender.send(*id, i as i64 + 1, "hello").await })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let start_pts = account_pts(&devices, &heads, &vec![1; a.accounts]).await?;
+
+    // Idle streams: the gateway's memory before and after every device holds one.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (rss_before, _) = rss_kib(gateway_pid)?;
+    let opened = Instant::now();
+    let idle = stream::iter(devices.iter())
+        .map(|d| {
+            let pts = start_pts[d.account];
+            async move {
+                let mut s = d.client.open_stream(pts).await?;
+                // Registered once the (empty) replay is over.
+                loop {
+                    let event = tokio::time::timeout(Duration::from_secs(60), s.message())
+                        .await
+                        .context("no end of replay within 60 s")??
+                        .context("the stream ended")?;
+                    if matches!(event.kind, Some(stream_event::Kind::CaughtUp(_))) {
+                        return anyhow::Ok(s);
+                    }
+                }
+            }
+        })
+        .buffer_unordered(256)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let open_secs = opened.elapsed().as_secs_f64();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let (rss_idle, _) = rss_kib(gateway_pid)?;
+    let per_stream_kib = (rss_idle.saturating_sub(rss_before)) as f64 / idle.len() as f64;
+    eprintln!(
+        "{} idle streams opened in {open_secs:.1} s: gateway RSS {rss_before} KiB -> {rss_idle} KiB, {per_stream_kib:.2} KiB a stream",
+        idle.len()
+    );
+    drop(idle);
+
+    // The quiet figure of the load.
+    let seq = AtomicU64::new(1_000_000);
+    let stop = AtomicBool::new(false);
+    let quiet = {
+        let timer = async {
+            tokio::time::sleep(Duration::from_secs(a.load_secs)).await;
+            stop.store(true, Ordering::Relaxed);
+        };
+        let (took, ()) = tokio::join!(load(&users, &user_ids, &stop, &seq), timer);
+        took?
+    };
+
+    // While the devices are away, each account gets `behind` messages.
+    let missed = Instant::now();
+    stream::iter((0..a.behind).flat_map(|n| account_ids.iter().map(move |id| (n, *id))))
+        .map(|(n, id)| async move {
+            sender
+                .send(id, 10_000 + (n as i64) * 100_000 + id, "while away")
+                .await
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let wanted: Vec<i32> = start_pts.iter().map(|p| p + a.behind as i32).collect();
+    let targets = account_pts(&devices, &heads, &wanted).await?;
+    eprintln!(
+        "{} messages sent to the accounts in {:.1} s",
+        a.behind * a.accounts,
+        missed.elapsed().as_secs_f64()
+    );
+
+    // The storm: every device reopens at once from where it was, under the same load.
+    let stop = AtomicBool::new(false);
+    let paced = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let storm_start = Instant::now();
+    let options = StreamOptions {
+        gap_wait: Duration::from_secs(30),
+        ..StreamOptions::default()
+    };
+    let storm = devices.iter().map(|d| {
+        let (paced, errors) = (paced.clone(), errors.clone());
+        let (from, target) = (start_pts[d.account], targets[d.account]);
+        let client = d.client.clone();
+        async move {
+            let saved = State { pts: from, date: 0 };
+            let mut updates = loop {
+                match UpdateStream::open(client.clone(), saved, options).await {
+                    Ok(updates) => break updates,
+                    Err(error) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        let wait = flood_wait(&error.code()).unwrap_or(Duration::from_millis(500));
+                        tokio::time::sleep(wait).await;
+                    }
+                }
+            };
+            while updates.state().pts < target {
+                let event = tokio::time::timeout(Duration::from_secs(120), updates.next())
+                    .await
+                    .context("a device made no progress for 120 s")?;
+                match event {
+                    Event::Paced { .. } => {
+                        paced.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Event::Failed { .. } => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Event::TooLong { pts } => anyhow::bail!("too long at {pts}"),
+                    _ => {}
+                }
+            }
+            anyhow::Ok(storm_start.elapsed())
+        }
+    });
+    let storm = async {
+        let outcome = futures::future::join_all(storm).await;
+        stop.store(true, Ordering::Relaxed);
+        outcome
+    };
+    let (outcome, during) = tokio::join!(storm, load(&users, &user_ids, &stop, &seq));
+    let during = during?;
+    let mut converged: Vec<Duration> = outcome.into_iter().collect::<Result<_, _>>()?;
+    converged.sort();
+    let (paced, errors) = (
+        paced.load(Ordering::Relaxed),
+        errors.load(Ordering::Relaxed),
+    );
+
+    let report = serde_json::json!({
+        "devices": devices.len(),
+        "accounts": a.accounts,
+        "connections": a.connections,
+        "idle_rss_before_kib": rss_before,
+        "idle_rss_after_kib": rss_idle,
+        "idle_kib_per_stream": per_stream_kib,
+        "behind": a.behind,
+        "catch_up_p50_ms": percentile(&converged, 0.50),
+        "catch_up_p99_ms": percentile(&converged, 0.99),
+        "catch_up_max_ms": percentile(&converged, 1.0),
+        "paced_retries": paced,
+        "errors": errors,
+        "quiet_sends": quiet.len(),
+        "quiet_send_p50_ms": percentile(&quiet, 0.50),
+        "quiet_send_p99_ms": percentile(&quiet, 0.99),
+        "storm_sends": during.len(),
+        "storm_send_p50_ms": percentile(&during, 0.50),
+        "storm_send_p99_ms": percentile(&during, 0.99),
+    });
+    eprintln!(
+        "storm: {} devices converged, catch-up p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms; {paced} paced retries, {errors} errors",
+        converged.len(),
+        percentile(&converged, 0.50),
+        percentile(&converged, 0.99),
+        percentile(&converged, 1.0)
+    );
+    eprintln!(
+        "sends: quiet p50 {:.1} / p99 {:.1} ms ({}), during the storm p50 {:.1} / p99 {:.1} ms ({})",
+        percentile(&quiet, 0.50),
+        percentile(&quiet, 0.99),
+        quiet.len(),
+        percentile(&during, 0.50),
+        percentile(&during, 0.99),
+        during.len()
+    );
+    println!("{report}");
+    Ok(())
+}
