@@ -416,7 +416,12 @@ pub fn forward(status: Status) -> Status {
         Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
             Error::new(ErrorCode::Unavailable, status.message().to_owned()).into()
         }
-        Code::Unknown | Code::Internal if is_transport_failure(&status) => {
+        // An HTTP/2 connection the callee ends with ENHANCE_YOUR_CALM (it saw more resets or
+        // streams than it takes) fails every call on it as RESOURCE_EXHAUSTED: the callee was
+        // overloaded, not wrong.
+        Code::Unknown | Code::Internal | Code::ResourceExhausted
+            if is_transport_failure(&status) =>
+        {
             tracing::warn!(code = ?status.code(), message = status.message(), "a call to another service failed in transport");
             Error::new(ErrorCode::Unavailable, status.message().to_owned()).into()
         }
@@ -526,9 +531,13 @@ mod tests {
             "h2 protocol error: error reading a body from connection",
         ));
         assert_eq!(code_of(&h2).as_deref(), Some("SERVICE_UNAVAILABLE"));
+        let calm = forward(Status::resource_exhausted("h2 protocol error: http2 error"));
+        assert_eq!(code_of(&calm).as_deref(), Some("SERVICE_UNAVAILABLE"));
         // An answer of the callee without our code is a bug there, not a reason to retry.
         let answered = forward(Status::internal("failed to decode Protobuf message"));
         assert_eq!(code_of(&answered).as_deref(), Some("INTERNAL"));
+        let too_big = forward(Status::resource_exhausted("message length too large"));
+        assert_eq!(code_of(&too_big).as_deref(), Some("INTERNAL"));
     }
 
     #[test]
