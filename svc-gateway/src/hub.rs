@@ -36,10 +36,15 @@ const TRANSIENT_WAVE_PAUSE: Duration = Duration::from_millis(1);
 /// What waits in a stream's buffer.
 pub enum Pushed {
     /// A logged update (or an instruction about the log): delivered, or the stream lags.
-    Logged(StreamEvent),
+    /// Boxed, as a transient's event: a stream's channel holds a block of slots however
+    /// idle it is, so a slot stays small.
+    Logged(Box<StreamEvent>),
     /// A transient event, made at `made_at_ms` (Unix milliseconds): the stream drops it when
     /// late.
-    Transient { event: StreamEvent, made_at_ms: i64 },
+    Transient {
+        event: Box<StreamEvent>,
+        made_at_ms: i64,
+    },
 }
 
 struct Device {
@@ -143,9 +148,9 @@ impl Hub {
             .filter(|d| d.tx.capacity() > TRANSIENT_ROOM)
             .filter(|d| {
                 let pushed = Pushed::Transient {
-                    event: StreamEvent {
+                    event: Box::new(StreamEvent {
                         kind: Some(kind.clone()),
-                    },
+                    }),
                     made_at_ms: event.made_at_ms,
                 };
                 d.tx.try_send(pushed).is_ok()
@@ -210,7 +215,7 @@ impl Hub {
             if d.auth_key_id == job.origin_auth_key_id {
                 return true;
             }
-            match d.tx.try_send(Pushed::Logged(event.clone())) {
+            match d.tx.try_send(Pushed::Logged(Box::new(event.clone()))) {
                 Ok(()) => {
                     delivered += 1;
                     true

@@ -8,7 +8,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use oxigram_errors::forward;
 use oxigram_proto::{
     api::v1::{
@@ -233,7 +233,8 @@ impl Updates for UpdatesApi {
                 .routes_dirty
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        let (out, out_rx) = mpsc::channel::<Result<StreamEvent, Status>>(64);
+        let (out, out_rx) = mpsc::channel(64);
+        let out = Out(out);
         gateway.presence.stream_opened(user_id);
         let open = crate::metrics::stream_opened();
         tokio::spawn(async move {
@@ -247,7 +248,35 @@ impl Updates for UpdatesApi {
                 gateway.presence.last_stream_closed(user_id);
             }
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(out_rx))))
+        let events =
+            ReceiverStream::new(out_rx).map(|sent: Outgoing| sent.map(|e| *e).map_err(|s| *s));
+        Ok(Response::new(Box::pin(events)))
+    }
+}
+
+/// What a stream's task hands its response.
+type Outgoing = Result<Box<StreamEvent>, Box<Status>>;
+
+/// The way from a stream's task to its response. A channel holds a block of slots from the
+/// moment it opens, however idle its stream, so each slot is a box: an idle stream costs a
+/// pointer a slot rather than a whole event.
+struct Out(mpsc::Sender<Outgoing>);
+
+impl Out {
+    /// Sends an event; false when the client went away.
+    async fn event(&self, event: impl Into<Box<StreamEvent>>) -> bool {
+        self.0.send(Ok(event.into())).await.is_ok()
+    }
+
+    /// Ends the stream with an error.
+    async fn error(&self, status: Status) {
+        // The client may be gone already; then nobody is left to tell.
+        let _ = self.0.send(Err(Box::new(status))).await;
+    }
+
+    /// Resolves when the client went away.
+    async fn closed(&self) {
+        self.0.closed().await
     }
 }
 
@@ -296,12 +325,7 @@ impl Sent {
 
 /// One pull of the log after `sent` (or, knowing nothing yet, from the user's current state):
 /// sends what it finds; false when the client went away.
-async fn pull(
-    gateway: &Gateway,
-    user_id: i64,
-    sent: &mut Option<Sent>,
-    out: &mpsc::Sender<Result<StreamEvent, Status>>,
-) -> bool {
+async fn pull(gateway: &Gateway, user_id: i64, sent: &mut Option<Sent>, out: &Out) -> bool {
     let Some(from) = *sent else {
         // A stream opened live (pts 0) has sent nothing it can vouch for: the pulls start at
         // the log's current end, what came before is the client's to fetch.
@@ -332,7 +356,7 @@ async fn pull(
     };
     if diff.too_long {
         *sent = None;
-        return out.send(Ok(difference_needed())).await.is_ok();
+        return out.event(difference_needed()).await;
     }
     for u in diff.updates {
         if u.pts <= from.through {
@@ -341,7 +365,7 @@ async fn pull(
         let event = StreamEvent {
             kind: Some(stream_event::Kind::Update(u)),
         };
-        if out.send(Ok(event)).await.is_err() {
+        if !out.event(event).await {
             return false;
         }
     }
@@ -371,7 +395,7 @@ async fn run_stream(
     from_pts: i32,
     catch_up: Option<crate::catch_up::Slot>,
     mut attached: crate::hub::Attached,
-    out: &mpsc::Sender<Result<StreamEvent, Status>>,
+    out: &Out,
 ) {
     // Live updates up to here were already sent by the replay.
     let mut replayed_up_to = 0;
@@ -383,7 +407,7 @@ async fn run_stream(
         };
         match gateway.difference(user_id, replay).await {
             Ok(diff) if diff.too_long || diff.is_slice => {
-                if out.send(Ok(difference_needed())).await.is_err() {
+                if !out.event(difference_needed()).await {
                     return;
                 }
             }
@@ -398,7 +422,7 @@ async fn run_stream(
                     let event = StreamEvent {
                         kind: Some(stream_event::Kind::Update(u)),
                     };
-                    if out.send(Ok(event)).await.is_err() {
+                    if !out.event(event).await {
                         return;
                     }
                 }
@@ -407,12 +431,12 @@ async fn run_stream(
                         pts: replayed_up_to,
                     })),
                 };
-                if out.send(Ok(caught_up)).await.is_err() {
+                if !out.event(caught_up).await {
                     return;
                 }
             }
             Err(status) => {
-                let _ = out.send(Err(status)).await;
+                out.error(status).await;
                 return;
             }
         }
@@ -450,23 +474,25 @@ async fn run_stream(
                             s.pushed(u.pts, u.pts_count);
                         }
                     }
-                    if out.send(Ok(event)).await.is_err() {
+                    if !out.event(event).await {
                         return;
                     }
                     idle_at = idle_after();
                 }
                 Some(Pushed::Transient { event, made_at_ms }) => {
-                    let Some(event) = transient::on_time(event, now_ms() - made_at_ms) else {
+                    let Some(event) = transient::on_time(*event, now_ms() - made_at_ms) else {
                         continue;
                     };
-                    if out.send(Ok(event)).await.is_err() {
+                    if !out.event(event).await {
                         return;
                     }
                     idle_at = idle_after();
                 }
                 None => {
                     if attached.lagged.load(Ordering::Relaxed) {
-                        let _ = out.send(Ok(difference_needed())).await;
+                        // Ending either way: whether the client is still there to tell does
+                        // not matter.
+                        let _ = out.event(difference_needed()).await;
                     }
                     return;
                 }

@@ -5,12 +5,13 @@
 //! from where they were (a reconnect storm) while `--pairs` pairs of other users send in
 //! closed loops. Prints the memory per stream, each device's time to converge (p50/p99/max),
 //! the paced retries and errors, and the concurrent sends' latency against the same load on
-//! a quiet system, then a JSON line. The gateway runs as its own process.
+//! a quiet system, then a JSON line (`--storm 0`: the idle streams only). The gateway runs as
+//! its own process.
 //!
 //! ```sh
 //! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example stream_scale -- \
 //!     [--devices 10000] [--accounts 100] [--connections 100] [--behind 100] [--pairs 4] \
-//!     [--load-secs 10]
+//!     [--load-secs 10] [--storm 1]
 //! ```
 
 use std::{
@@ -36,6 +37,8 @@ struct Args {
     behind: usize,
     pairs: usize,
     load_secs: u64,
+    /// 0: measure the idle streams only.
+    storm: u64,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -46,6 +49,7 @@ fn args() -> anyhow::Result<Args> {
         behind: 100,
         pairs: 4,
         load_secs: 10,
+        storm: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -57,6 +61,7 @@ fn args() -> anyhow::Result<Args> {
             "--behind" => a.behind = value as usize,
             "--pairs" => a.pairs = value as usize,
             "--load-secs" => a.load_secs = value,
+            "--storm" => a.storm = value,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -75,8 +80,13 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-/// The wait a `FLOOD_WAIT_<seconds>` code asks for.
+/// The wait before trying again after an error with this code: what a `FLOOD_WAIT_<seconds>`
+/// asks for, half a second after `SERVICE_UNAVAILABLE` (the gateway or a service behind it
+/// was busy or restarting); `None` for an error a retry does not mend.
 fn flood_wait(code: &str) -> Option<Duration> {
+    if code == "SERVICE_UNAVAILABLE" {
+        return Some(Duration::from_millis(500));
+    }
     let secs = code.strip_prefix("FLOOD_WAIT_")?.parse().ok()?;
     Some(Duration::from_secs(secs))
 }
@@ -151,7 +161,29 @@ async fn main() -> anyhow::Result<()> {
     config.limits.stream_opens_per_device = 1_000_000;
     config.limits.difference_per_device = 1_000_000;
     config.streams.idle_timeout_secs = 0;
+    let logs = ground.dir.clone();
     let system = System::start_with(config, ground, Mode::Processes).await?;
+    let outcome = run(&a, &system).await;
+    if outcome.is_err() {
+        // The services' logs go with the system: say where they were before they do.
+        for name in ["gateway", "updates", "messages", "dispatch"] {
+            let log = std::fs::read_to_string(logs.join(format!("{name}.log"))).unwrap_or_default();
+            let tail: Vec<&str> = log
+                .lines()
+                .rev()
+                .filter(|l| {
+                    l.contains("internal error")
+                        || l.contains("\"ERROR\"") && !l.contains("response failed")
+                })
+                .take(5)
+                .collect();
+            eprintln!("{name}.log, last lines: {tail:#?}");
+        }
+    }
+    outcome
+}
+
+async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
     let gateway = system.gateway();
     let gateway_pid = system
         .pid(Target::Gateway)
@@ -164,27 +196,42 @@ async fn main() -> anyhow::Result<()> {
     }
     let per_account = a.devices / a.accounts;
     let made = Instant::now();
-    let devices: Vec<Device> = stream::iter(0..a.accounts * per_account)
-        .map(|i| {
-            let channel = connections[i % connections.len()].clone();
-            let account = i / per_account;
-            async move {
-                let client = Client::create(channel, "scale").await?;
-                let login = client.request_code(&phone(account)).await?;
-                if i % per_account == 0 {
-                    client.sign_up(&login, LOGIN_CODE, "Scale").await?;
-                } else {
-                    client.sign_in(&login, LOGIN_CODE).await?;
-                }
-                anyhow::Ok(Device { account, client })
+    // Each account's first device signs it up; then the others sign in.
+    let device = |i: usize| {
+        let channel = connections[i % connections.len()].clone();
+        let account = i / per_account;
+        async move {
+            let client = Client::create(channel, "scale").await?;
+            let login = client.request_code(&phone(account)).await?;
+            if i.is_multiple_of(per_account) {
+                client.sign_up(&login, LOGIN_CODE, "Scale").await?;
+            } else {
+                client.sign_in(&login, LOGIN_CODE).await?;
             }
-        })
-        // An account's first device signs it up before its others sign in.
-        .buffered(per_account.min(64))
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<_, _>>()?;
+            anyhow::Ok((i, Device { account, client }))
+        }
+    };
+    let mut devices: Vec<(usize, Device)> = Vec::with_capacity(a.accounts * per_account);
+    for phase in [
+        (0..a.accounts)
+            .map(|acc| acc * per_account)
+            .collect::<Vec<_>>(),
+        (0..a.accounts * per_account)
+            .filter(|i| !i.is_multiple_of(per_account))
+            .collect(),
+    ] {
+        let made: Vec<(usize, Device)> = stream::iter(phase)
+            .map(device)
+            .buffer_unordered(64)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .context("signing the devices in")?;
+        devices.extend(made);
+    }
+    devices.sort_by_key(|(i, _)| *i);
+    let devices: Vec<Device> = devices.into_iter().map(|(_, d)| d).collect();
     let heads: Vec<usize> = (0..a.accounts).map(|acc| acc * per_account).collect();
     let mut account_ids = Vec::with_capacity(a.accounts);
     for head in &heads {
@@ -219,7 +266,8 @@ async fn main() -> anyhow::Result<()> {
         .collect::<Vec<_>>()
         .await
         .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .context("the first messages")?;
     let start_pts = account_pts(&devices, &heads, &vec![1; a.accounts]).await?;
 
     // Idle streams: the gateway's memory before and after every device holds one.
@@ -230,24 +278,53 @@ async fn main() -> anyhow::Result<()> {
         .map(|d| {
             let pts = start_pts[d.account];
             async move {
-                let mut s = d.client.open_stream(pts).await?;
-                // Registered once the (empty) replay is over.
-                loop {
-                    let event = tokio::time::timeout(Duration::from_secs(60), s.message())
-                        .await
-                        .context("no end of replay within 60 s")??
-                        .context("the stream ended")?;
-                    if matches!(event.kind, Some(stream_event::Kind::CaughtUp(_))) {
-                        return anyhow::Ok(s);
+                'open: loop {
+                    let mut s = match d.client.open_stream(pts).await {
+                        Ok(s) => s,
+                        // Shed by the gateway's admission control: come back when told.
+                        Err(error) => match flood_wait(&error.code()) {
+                            Some(wait) => {
+                                tokio::time::sleep(wait).await;
+                                continue 'open;
+                            }
+                            None => return Err(error.into()),
+                        },
+                    };
+                    // Registered once the (empty) replay is over; past the gateway's catch-up
+                    // cap it says when to come back instead.
+                    loop {
+                        let event = tokio::time::timeout(Duration::from_secs(60), s.message())
+                            .await
+                            .context("no end of replay within 60 s")?;
+                        let event = match event {
+                            Ok(event) => event.context("the stream ended")?,
+                            Err(status) => {
+                                let code = oxigram_errors::code_of(&status).unwrap_or_default();
+                                let wait = flood_wait(&code).ok_or(status)?;
+                                tokio::time::sleep(wait).await;
+                                continue 'open;
+                            }
+                        };
+                        match event.kind {
+                            Some(stream_event::Kind::CaughtUp(_)) => return anyhow::Ok(s),
+                            Some(stream_event::Kind::RetryAfter(r)) => {
+                                let wait = Duration::from_millis(r.retry_after_ms.into());
+                                tokio::time::sleep(wait).await;
+                                continue 'open;
+                            }
+                            _ => {}
+                        }
                     }
                 }
             }
         })
-        .buffer_unordered(256)
+        // Phones coming online a few at a time, not a storm: that is measured next.
+        .buffer_unordered(64)
         .collect::<Vec<_>>()
         .await
         .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .context("opening the idle streams")?;
     let open_secs = opened.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs(5)).await;
     let (rss_idle, _) = rss_kib(gateway_pid)?;
@@ -257,6 +334,18 @@ async fn main() -> anyhow::Result<()> {
         idle.len()
     );
     drop(idle);
+    if a.storm == 0 {
+        println!(
+            "{}",
+            serde_json::json!({
+                "devices": devices.len(),
+                "idle_rss_before_kib": rss_before,
+                "idle_rss_after_kib": rss_idle,
+                "idle_kib_per_stream": per_stream_kib,
+            })
+        );
+        return Ok(());
+    }
 
     // The quiet figure of the load.
     let seq = AtomicU64::new(1_000_000);

@@ -2,7 +2,8 @@
 //! it; see `build.rs`). It reads and writes prost's wire format like `tonic_prost`'s codec,
 //! but a request body that does not decode answers `INVALID_ARGUMENT` with the stable code
 //! `INPUT_REQUEST_INVALID`, where prost's codec answers a bare `INTERNAL`: a malformed body
-//! is the client's fault, and clients match on the code, never on the prose.
+//! is the client's fault, and clients match on the code, never on the prose. Its answers
+//! start from a small buffer (see [`ANSWER_BUFFER`]).
 
 use std::marker::PhantomData;
 
@@ -10,7 +11,7 @@ use oxigram_errors::{ErrorCode, status};
 use prost::Message;
 use tonic::{
     Status,
-    codec::{Codec, DecodeBuf, Decoder},
+    codec::{BufferSettings, Codec, DecodeBuf, Decoder},
 };
 use tonic_prost::ProstEncoder;
 
@@ -21,6 +22,13 @@ pub const CLIENT_API_PATH_PREFIX: &str = "/oxigram.api.v1.";
 pub fn request_invalid(detail: &str) -> Status {
     status(ErrorCode::InputRequestInvalid, detail)
 }
+
+/// The buffer an answer's body starts from, and the bytes it gathers before handing them on.
+/// tonic allocates the buffer when the answer starts and keeps it for as long as the answer
+/// lasts, so an update stream, open and idle for hours, holds it all that time: ten thousand
+/// streams of tonic's default (8 KiB) would hold 80 MiB of empty buffers. Most answers are
+/// far smaller than a kilobyte; a bigger one grows the buffer as it is encoded.
+pub const ANSWER_BUFFER: (usize, usize) = (512, 32 * 1024);
 
 /// Encodes answers `T`, decodes requests `U`.
 #[derive(Debug, Clone)]
@@ -45,7 +53,8 @@ where
     type Decoder = RequestDecoder<U>;
 
     fn encoder(&mut self) -> Self::Encoder {
-        ProstEncoder::default()
+        let (buffer_size, yield_threshold) = ANSWER_BUFFER;
+        ProstEncoder::new(BufferSettings::new(buffer_size, yield_threshold))
     }
 
     fn decoder(&mut self) -> Self::Decoder {
