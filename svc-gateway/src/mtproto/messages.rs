@@ -67,7 +67,7 @@ pub async fn answer(
 
 /// A request's formatting as oxigram's (the caller is looked up only when there is any: a
 /// mention of herself names her).
-async fn formatting(
+pub(super) async fn formatting(
     gateway: &Gateway,
     header: &str,
     tl: Option<&[enums::MessageEntity]>,
@@ -78,7 +78,7 @@ async fn formatting(
     }
 }
 
-fn reply_to_msg_id(reply_to: Option<&enums::InputReplyTo>) -> i64 {
+pub(super) fn reply_to_msg_id(reply_to: Option<&enums::InputReplyTo>) -> i64 {
     match reply_to {
         Some(enums::InputReplyTo::Message(m)) => i64::from(m.reply_to_msg_id),
         _ => 0,
@@ -275,7 +275,7 @@ async fn read_message_contents(
 }
 
 /// `updates` carrying the caller's own updates of a call and the users they name.
-async fn own_updates(
+pub(super) async fn own_updates(
     gateway: &Gateway,
     me: i64,
     updates: Vec<enums::Update>,
