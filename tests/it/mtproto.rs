@@ -323,6 +323,7 @@ async fn stock_telethon_sends_and_downloads_files_and_lists_contacts() -> anyhow
         seen["contacts"],
         serde_json::json!([[ids[1], true, "Bobby"]])
     );
+    assert_eq!(seen["mutual"], serde_json::json!([false]));
     assert_eq!(seen["contacts_not_modified"], true);
     assert_eq!(
         seen["sent_document"],

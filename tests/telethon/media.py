@@ -1,6 +1,6 @@
 """Files between two stock Telethon users through oxigram's MTProto door: Alice adds Bob as a
-contact (get_contacts lists him, and a second call with Telegram's own hash of the list is not
-modified), then sends him a 1.5 MiB document in parts, a JPEG photo and a voice note with
+contact (contacts.getContacts lists him, and a second call with Telegram's own hash of the
+list is not modified), then sends him a 1.5 MiB document in parts, a JPEG photo and a voice note with
 send_file; Bob receives each through his event handler and downloads it with download_media.
 
 Usage: python media.py PUBLIC_KEY_PEM PORT PHONE_A PHONE_B CODE JPEG_PATH
@@ -49,9 +49,10 @@ async def main(pem_path, port, phone_a, phone_b, code, jpeg_path):
     imported = await alice(functions.contacts.ImportContactsRequest([types.InputPhoneContact(
         client_id=1, phone=phone_b, first_name="Bobby", last_name="")]))
     bob_for_alice = imported.users[0]
-    contacts = await alice.get_contacts()
-    seen["contacts"] = [[u.id, u.contact, u.first_name] for u in contacts]
+    # (Telethon 1.45 has no get_contacts helper: the raw request, as its docs show it.)
     listed = await alice(functions.contacts.GetContactsRequest(hash=0))
+    seen["contacts"] = [[u.id, u.contact, u.first_name] for u in listed.users]
+    seen["mutual"] = [c.mutual for c in listed.contacts]
     same = await alice(functions.contacts.GetContactsRequest(
         hash=telegram_hash([listed.saved_count] + sorted(c.user_id for c in listed.contacts))))
     seen["contacts_not_modified"] = isinstance(same, types.contacts.ContactsNotModified)
