@@ -828,7 +828,63 @@ async fn mtproto_files_go_up_in_parts_and_down_only_to_their_readers() -> anyhow
         matches!(history.messages.as_slice(), [enums::Message::Message(m)]
         if m.message == "the data" && matches!(m.media, Some(enums::MessageMedia::Document(_))))
     );
+
+    // Ann replaces the file, keeping the caption (no `message`): Bob downloads the new one.
+    let v2 = b"second version\n".repeat(300);
+    let file = upload(&mut ann, 79, &v2, 4096, "v2.txt").await?;
+    let media = send_document(to_bob.clone(), file, "text/plain", "v2.txt", "", 0).media;
+    let edit = functions::messages::EditMessage {
+        no_webpage: false,
+        invert_media: false,
+        peer: to_bob.clone(),
+        id: id_of(&sent).context("no id")?,
+        message: None,
+        media: Some(media),
+        reply_markup: None,
+        entities: None,
+        schedule_date: None,
+        schedule_repeat_period: None,
+        quick_reply_shortcut_id: None,
+        rich_message: None,
+    };
+    let edited = ann.invoke(&edit).await?;
+    let (caption, document) = edited_of(&edited).context("the edit has no document")?;
+    assert_eq!(
+        (caption.as_str(), document.size),
+        ("the data", v2.len() as i64)
+    );
+    let mut pushed = next_updates(&mut bob).await?;
+    for _ in 0..5 {
+        if edited_of(&pushed).is_some() {
+            break;
+        }
+        pushed = next_updates(&mut bob).await?;
+    }
+    let (caption, document) = edited_of(&pushed).context("the edit push has no document")?;
+    assert_eq!(caption, "the data");
+    let location = document_location(&document);
+    assert_eq!(download(&mut bob, &location, 4096).await?, v2);
     Ok(())
+}
+
+/// The caption and document of the edited message an `Updates` carries.
+fn edited_of(updates: &enums::Updates) -> Option<(String, types::Document)> {
+    let enums::Updates::Updates(updates) = updates else {
+        return None;
+    };
+    updates.updates.iter().find_map(|u| match u {
+        enums::Update::EditMessage(edit) => match &edit.message {
+            enums::Message::Message(m) => match &m.media {
+                Some(enums::MessageMedia::Document(d)) => match &d.document {
+                    Some(enums::Document::Document(d)) => Some((m.message.clone(), d.clone())),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 /// The sender of the first new message of an `Updates`.

@@ -407,7 +407,7 @@ pub async fn answer(
             if let Some(answer) = media::answer(gateway, uploads, header, id, query).await {
                 return answer;
             }
-            if let Some(answer) = messages::answer(gateway, header, id, query).await {
+            if let Some(answer) = messages::answer(gateway, uploads, header, id, query).await {
                 return answer;
             }
             tracing::debug!(method = oxigram_tl::name_for_id(id), layer = ?call.layer, "MTProto method not supported");

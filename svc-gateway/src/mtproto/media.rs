@@ -202,7 +202,7 @@ fn document_attributes(media: &mut ox::InputMedia, attributes: &[enums::Document
 }
 
 /// The request's medium as oxigram's `InputMedia`, its files completed.
-async fn input_media(
+pub(super) async fn input_media(
     gateway: &Arc<Gateway>,
     uploads: &Uploads,
     header: &str,
