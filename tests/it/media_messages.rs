@@ -40,34 +40,6 @@ fn png(w: u32, h: u32) -> anyhow::Result<Vec<u8>> {
     Ok(out.into_inner())
 }
 
-/// Uploads `bytes` in parts of 512 KiB as upload `upload_id` of `device`.
-async fn upload(
-    device: &TestClient,
-    upload_id: i64,
-    bytes: &[u8],
-    name: &str,
-) -> anyhow::Result<File> {
-    let mut media = MediaClient::new(device.channel());
-    let parts: Vec<&[u8]> = bytes.chunks(512 * 1024).collect();
-    for (p, chunk) in parts.iter().enumerate() {
-        media
-            .save_file_part(SaveFilePartRequest {
-                file_id: upload_id,
-                part: p as i32,
-                bytes: chunk.to_vec(),
-            })
-            .await?;
-    }
-    Ok(media
-        .complete_upload(CompleteUploadRequest {
-            file_id: upload_id,
-            parts: parts.len() as i32,
-            name: name.into(),
-        })
-        .await?
-        .into_inner())
-}
-
 fn document(file: &File, random_id: i64, caption: &str) -> InputSingleMedia {
     InputSingleMedia {
         media: Some(InputMedia {
@@ -170,7 +142,7 @@ async fn round_trip(system: &System) -> anyhow::Result<()> {
         .await?;
     let (alice_id, bob_id, carol_id) = (alice.user_id()?, bob.user_id()?, carol.user_id()?);
     let bytes = pattern(2 * MIB + 300 * 1024, 3);
-    let file = upload(&alice, 1, &bytes, "report.bin").await?;
+    let file = alice.upload(1, &bytes, "report.bin").await?;
     let mut item = document(&file, 41, "the report");
     item.entities = vec![MessageEntity {
         kind: message_entity::Kind::Bold as i32,
@@ -302,10 +274,10 @@ async fn albums_are_sent_whole_or_not_at_all() -> anyhow::Result<()> {
         .users([("15557001", "Alice"), ("15557002", "Bob")])
         .await?;
     let (alice_id, bob_id) = (alice.user_id()?, bob.user_id()?);
-    let p1 = upload(&alice, 1, &png(1400, 900)?, "1.png").await?;
-    let p2 = upload(&alice, 2, &png(300, 500)?, "2.png").await?;
-    let doc = upload(&alice, 3, &pattern(9000, 1), "notes.txt").await?;
-    let bobs_file = upload(&bob, 1, &pattern(100, 2), "b.bin").await?;
+    let p1 = alice.upload(1, &png(1400, 900)?, "1.png").await?;
+    let p2 = alice.upload(2, &png(300, 500)?, "2.png").await?;
+    let doc = alice.upload(3, &pattern(9000, 1), "notes.txt").await?;
+    let bobs_file = bob.upload(1, &pattern(100, 2), "b.bin").await?;
 
     // One bad item refuses the whole album: nothing is stored.
     let bad = [
@@ -406,7 +378,7 @@ async fn instant_upload_only_for_content_the_caller_may_see() -> anyhow::Result<
     let bob_id = bob.user_id()?;
     let bytes = pattern(600_000, 5);
     let sha256 = hex::encode(Sha256::digest(&bytes));
-    let file = upload(&alice, 1, &bytes, "a.bin").await?;
+    let file = alice.upload(1, &bytes, "a.bin").await?;
     let ask = |name: &str| UploadByHashRequest {
         sha256: sha256.clone(),
         size: bytes.len() as i64,
@@ -456,7 +428,7 @@ async fn file_references_expire_and_a_reread_refreshes_them() -> anyhow::Result<
     let [alice, bob] = system
         .users([("15557001", "Alice"), ("15557002", "Bob")])
         .await?;
-    let file = upload(&alice, 1, &pattern(10_000, 6), "a.bin").await?;
+    let file = alice.upload(1, &pattern(10_000, 6), "a.bin").await?;
     send_media(&alice, bob.user_id()?, vec![document(&file, 1, "")]).await?;
     let inbox = bob.history(alice.user_id()?).await?;
     let old = inbox
@@ -484,7 +456,7 @@ async fn bad_ranges_and_edits_of_media_get_their_codes() -> anyhow::Result<()> {
         .users([("15557001", "Alice"), ("15557002", "Bob")])
         .await?;
     let bob_id = bob.user_id()?;
-    let file = upload(&alice, 1, &pattern(3 * MIB, 7), "a.bin").await?;
+    let file = alice.upload(1, &pattern(3 * MIB, 7), "a.bin").await?;
     let sent = send_media(&alice, bob_id, vec![document(&file, 1, "v1")]).await?;
     let m = &sent[0];
     let mut media = MediaClient::new(alice.channel());
@@ -508,7 +480,7 @@ async fn bad_ranges_and_edits_of_media_get_their_codes() -> anyhow::Result<()> {
     }
 
     // An edit replaces the caption, then the file; both owners see it.
-    let new_file = upload(&alice, 2, &pattern(5000, 8), "b.bin").await?;
+    let new_file = alice.upload(2, &pattern(5000, 8), "b.bin").await?;
     let mut messages = MessagesClient::new(alice.channel());
     let edited = messages
         .edit_message(EditMessageRequest {
@@ -535,7 +507,7 @@ async fn bad_ranges_and_edits_of_media_get_their_codes() -> anyhow::Result<()> {
     );
     assert!(download(&bob, his).await? == pattern(5000, 8));
     // Another user's upload is no file for Alice's edit.
-    let bobs_file = upload(&bob, 1, &pattern(100, 9), "x").await?;
+    let bobs_file = bob.upload(1, &pattern(100, 9), "x").await?;
     let stolen = messages
         .edit_message(EditMessageRequest {
             peer: Some(InputPeer::user(bob_id)),

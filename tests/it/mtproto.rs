@@ -1,7 +1,9 @@
 //! The MTProto front door against the whole system: the crate's own Rust client and the stock
 //! Telethon 1.45 (installed into a cached venv by `scripts/install-telethon.sh`) create auth
 //! keys, sign up and call the API; an MTProto key is an auth key of the gateway's accounts,
-//! seen by the gRPC door's authorizations and ended by either door's logout.
+//! seen by the gRPC door's authorizations and ended by either door's logout. Files go up in
+//! parts, are sent as documents and photos and come down only to the readers of their message,
+//! within Telegram's download windows; contacts are listed with Telegram's hash.
 
 use std::process::Command;
 
@@ -9,9 +11,12 @@ use anyhow::Context;
 use oxigram_mtproto::ServerKey;
 use oxigram_mtproto::client::{Client, ClientError, Options};
 use oxigram_proto::api::v1::GetAuthorizationsRequest;
-use oxigram_tests::mtproto::{send_text, sign_up};
+use oxigram_tests::mtproto::{
+    document_location, document_of, download, get_file, send_document, send_text, sign_up, upload,
+};
 use oxigram_tests::{LOGIN_CODE, Mode, System, free_port};
 use oxigram_tl::{enums, functions, types};
+use sha2::Digest;
 
 /// A system with the door open on a free port; the server key's public PEM is returned.
 pub(crate) async fn system_with_door() -> anyhow::Result<(System, ServerKey, u16)> {
@@ -295,6 +300,71 @@ async fn stock_telethon_users_chat_edit_delete_and_catch_up() -> anyhow::Result<
 }
 
 #[tokio::test]
+async fn stock_telethon_sends_and_downloads_files_and_lists_contacts() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    // A JPEG photo for Telethon to send (the venv has no imaging library of its own).
+    let picture = image::RgbImage::from_fn(400, 300, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+    });
+    let jpeg = std::env::temp_dir().join(format!("{}.jpg", oxigram_tests::unique_name("photo")));
+    picture.save_with_format(&jpeg, image::ImageFormat::Jpeg)?;
+    let jpeg_arg = jpeg.display().to_string();
+    let seen = run_telethon(
+        &key,
+        port,
+        "media.py",
+        &["+15550701", "+15550702", LOGIN_CODE, &jpeg_arg],
+    )
+    .await;
+    let _ = std::fs::remove_file(&jpeg);
+    let seen = seen?;
+    let ids = seen["ids"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        seen["contacts"],
+        serde_json::json!([[ids[1], true, "Bobby"]])
+    );
+    assert_eq!(seen["mutual"], serde_json::json!([false]));
+    assert_eq!(seen["contacts_not_modified"], true);
+    assert_eq!(
+        seen["sent_document"],
+        serde_json::json!(["report.bin", 1_572_864])
+    );
+    assert_eq!(
+        seen["document"],
+        serde_json::json!({
+            "caption": "the report",
+            "name": "report.bin",
+            "size": 1_572_864,
+            "mime": "application/octet-stream",
+            "same_bytes": true,
+        })
+    );
+    // 400 × 300: the smallest two tiers ("s", "m"), after the inline preview.
+    assert_eq!(
+        seen["photo"],
+        serde_json::json!({
+            "caption": "a photo",
+            "kinds": ["PhotoStrippedSize", "PhotoSize", "PhotoSize"],
+            "jpeg": true,
+            "largest": true,
+        })
+    );
+    assert_eq!(
+        seen["voice"],
+        serde_json::json!({"voice": true, "duration": 3, "waveform": [1, 2, 3, 4], "same_bytes": true})
+    );
+    assert_eq!(
+        seen["history"],
+        serde_json::json!([
+            "MessageMediaDocument",
+            "MessageMediaPhoto",
+            "MessageMediaDocument"
+        ])
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
     use tokio::io::AsyncBufReadExt;
 
@@ -345,6 +415,28 @@ async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(on_grpc.text, "from grpc");
+    // A file sent on the gRPC door: Telethon downloads the same bytes through its message.
+    let bytes: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 253) as u8).collect();
+    let file = gina.upload(1, &bytes, "grpc.bin").await?;
+    let media = oxigram_proto::api::v1::InputMedia {
+        kind: oxigram_proto::types::v1::message_media::Kind::Document as i32,
+        file_id: file.id,
+        mime_type: "application/octet-stream".into(),
+        file_name: "grpc.bin".into(),
+        ..Default::default()
+    };
+    oxigram_proto::api::v1::messages_client::MessagesClient::new(gina.channel())
+        .send_media(oxigram_proto::api::v1::SendMediaRequest {
+            peer: Some(oxigram_proto::types::v1::InputPeer::user(tom)),
+            multi_media: vec![oxigram_proto::api::v1::InputSingleMedia {
+                media: Some(media),
+                random_id: 12,
+                caption: "a file from grpc".into(),
+                entities: vec![],
+            }],
+            ..Default::default()
+        })
+        .await?;
 
     let done = tokio::time::timeout(within, lines.next_line())
         .await
@@ -354,10 +446,17 @@ async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
     let done = done.context("Telethon printed no result")?;
     anyhow::ensure!(status.success(), "Telethon failed: {done}");
     let seen: serde_json::Value = serde_json::from_str(&done)?;
-    assert_eq!(seen["got"], serde_json::json!(["from grpc"]));
+    assert_eq!(
+        seen["got"],
+        serde_json::json!(["from grpc", "a file from grpc"])
+    );
+    assert_eq!(
+        seen["file"],
+        serde_json::json!(["grpc.bin", hex::encode(sha2::Sha256::digest(&bytes))])
+    );
     assert_eq!(
         seen["history"],
-        serde_json::json!(["from grpc", "from telethon"])
+        serde_json::json!(["a file from grpc", "from grpc", "from telethon"])
     );
     // Both doors see the same chat.
     let gina_history: Vec<String> = gina
@@ -366,7 +465,10 @@ async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
         .into_iter()
         .map(|m| m.text)
         .collect();
-    assert_eq!(gina_history, vec!["from grpc", "from telethon"]);
+    assert_eq!(
+        gina_history,
+        vec!["a file from grpc", "from grpc", "from telethon"]
+    );
     Ok(())
 }
 
@@ -546,4 +648,258 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
     assert!(sample("oxigram_mtproto_pushes_total").is_some_and(|v| v >= 4.0));
     assert!(sample("oxigram_mtproto_call_duration_seconds_count").is_some_and(|v| v > 5.0));
     Ok(())
+}
+
+/// The refusal of an MTProto call, as (number, name).
+fn rpc_refusal<T: std::fmt::Debug>(result: Result<T, ClientError>) -> Option<(i32, String)> {
+    match result {
+        Err(ClientError::Rpc(e)) => Some((e.code, e.message)),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn mtproto_files_go_up_in_parts_and_down_only_to_their_readers() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let mut ann = connect(&key, port).await?;
+    let mut bob = connect(&key, port).await?;
+    let mut cat = connect(&key, port).await?;
+    sign_up(&mut ann, "15550601", "Ann").await?;
+    let bob_user = sign_up(&mut bob, "15550602", "Bob").await?;
+    sign_up(&mut cat, "15550603", "Cat").await?;
+    let to_bob = enums::InputPeer::User(types::InputPeerUser {
+        user_id: bob_user.id,
+        access_hash: 0,
+    });
+
+    // Parts refused with Telegram's names.
+    let part = |file_part, bytes| functions::upload::SaveFilePart {
+        file_id: 1,
+        file_part,
+        bytes,
+    };
+    let big = |file_part, file_total_parts| functions::upload::SaveBigFilePart {
+        file_id: 2,
+        file_part,
+        file_total_parts,
+        bytes: vec![1; 10],
+    };
+    let bad_part = [
+        (
+            rpc_refusal(ann.invoke(&part(0, Vec::new())).await),
+            "FILE_PART_EMPTY",
+        ),
+        (
+            rpc_refusal(ann.invoke(&part(0, vec![0; 512 * 1024 + 1])).await),
+            "FILE_PART_TOO_BIG",
+        ),
+        (
+            rpc_refusal(ann.invoke(&part(8000, vec![1])).await),
+            "FILE_PART_INVALID",
+        ),
+        (
+            rpc_refusal(ann.invoke(&big(0, 0)).await),
+            "FILE_PARTS_INVALID",
+        ),
+        (
+            rpc_refusal(ann.invoke(&big(3, 3)).await),
+            "FILE_PART_INVALID",
+        ),
+    ];
+    for (refused, name) in bad_part {
+        assert_eq!(refused, Some((400, name.to_owned())));
+    }
+    assert!(ann.invoke(&big(0, 1)).await?);
+
+    // 1.25 MiB in 512 KiB parts, sent as a document: the answer carries its id and message.
+    let bytes: Vec<u8> = (0..1_310_720u32).map(|i| (i * 31 % 251) as u8).collect();
+    let file = upload(&mut ann, 77, &bytes, 512 * 1024, "data.bin").await?;
+    let send = send_document(
+        to_bob.clone(),
+        file.clone(),
+        "application/octet-stream",
+        "data.bin",
+        "the data",
+        901,
+    );
+    let sent = ann.invoke(&send).await?;
+    let mine = document_of(&sent).context("the answer has no document")?;
+    assert_eq!(
+        (mine.size, mine.mime_type.as_str()),
+        (bytes.len() as i64, "application/octet-stream")
+    );
+    let enums::Updates::Updates(answer) = &sent else {
+        anyhow::bail!("{sent:?}");
+    };
+    assert!(
+        matches!(answer.updates.first(), Some(enums::Update::MessageId(m)) if m.random_id == 901)
+    );
+    // The same send again (same file, same random_id) is the same message.
+    let again = ann.invoke(&send).await?;
+    let id_of = |u: &enums::Updates| match u {
+        enums::Updates::Updates(u) => u.updates.iter().find_map(|u| match u {
+            enums::Update::MessageId(m) => Some(m.id),
+            _ => None,
+        }),
+        _ => None,
+    };
+    assert_eq!(id_of(&again), id_of(&sent));
+    // An upload whose parts were not all saved.
+    let missing = enums::InputFile::File(types::InputFile {
+        id: 78,
+        parts: 2,
+        name: "x".into(),
+        md5_checksum: String::new(),
+    });
+    let incomplete = ann
+        .invoke(&send_document(
+            to_bob.clone(),
+            missing,
+            "text/plain",
+            "x",
+            "",
+            902,
+        ))
+        .await;
+    assert_eq!(
+        rpc_refusal(incomplete),
+        Some((400, "FILE_PART_MISSING".to_owned()))
+    );
+
+    // Bob gets it pushed with its document, and downloads exactly the bytes.
+    // (Other pushes, a presence, may come first.)
+    let mut pushed = next_updates(&mut bob).await?;
+    for _ in 0..5 {
+        if document_of(&pushed).is_some() {
+            break;
+        }
+        pushed = next_updates(&mut bob).await?;
+    }
+    let document = document_of(&pushed).context("the push has no document")?;
+    assert_eq!(document.size, bytes.len() as i64);
+    assert!(document.attributes.iter().any(|a| matches!(a,
+        enums::DocumentAttribute::Filename(f) if f.file_name == "data.bin")));
+    let location = document_location(&document);
+    assert_eq!(download(&mut bob, &location, 512 * 1024).await?, bytes);
+    assert_eq!(download(&mut bob, &location, 1 << 20).await?, bytes);
+
+    // Telegram's windows: 4 KiB steps, a limit dividing 1 MiB, no range across a MiB.
+    let windows = [
+        ((1000, 4096), "OFFSET_INVALID"),
+        ((0, 12_288), "LIMIT_INVALID"),
+        (((1 << 20) - 4096, 8192), "LIMIT_INVALID"),
+        ((0, 0), "LIMIT_INVALID"),
+    ];
+    for ((offset, limit), name) in windows {
+        let refused = rpc_refusal(get_file(&mut bob, &location, offset, limit).await);
+        assert_eq!(refused, Some((400, name.to_owned())), "{offset} {limit}");
+    }
+    // A reference changed by its holder opens nothing.
+    let mut forged = document.clone();
+    if let Some(last) = forged.file_reference.last_mut() {
+        *last ^= 1;
+    }
+    let refused = rpc_refusal(get_file(&mut bob, &document_location(&forged), 0, 4096).await);
+    assert_eq!(refused, Some((400, "FILE_REFERENCE_INVALID".to_owned())));
+    // Cat holds no such message: Bob's location names nothing of hers.
+    let refused = rpc_refusal(get_file(&mut cat, &location, 0, 4096).await);
+    assert_eq!(refused, Some((400, "LOCATION_INVALID".to_owned())));
+    let garbage =
+        enums::InputFileLocation::InputDocumentFileLocation(types::InputDocumentFileLocation {
+            id: document.id,
+            access_hash: document.access_hash,
+            file_reference: vec![1, 2, 3],
+            thumb_size: String::new(),
+        });
+    let refused = rpc_refusal(get_file(&mut cat, &garbage, 0, 4096).await);
+    assert_eq!(refused, Some((400, "LOCATION_INVALID".to_owned())));
+
+    // History shows the file too.
+    let history = bob
+        .invoke(&latest(enums::InputPeer::User(types::InputPeerUser {
+            user_id: document_owner(&pushed).unwrap_or_default(),
+            access_hash: 0,
+        })))
+        .await?;
+    let enums::messages::Messages::Messages(history) = history else {
+        anyhow::bail!("{history:?}");
+    };
+    assert!(
+        matches!(history.messages.as_slice(), [enums::Message::Message(m)]
+        if m.message == "the data" && matches!(m.media, Some(enums::MessageMedia::Document(_))))
+    );
+
+    // Ann replaces the file, keeping the caption (no `message`): Bob downloads the new one.
+    let v2 = b"second version\n".repeat(300);
+    let file = upload(&mut ann, 79, &v2, 4096, "v2.txt").await?;
+    let media = send_document(to_bob.clone(), file, "text/plain", "v2.txt", "", 0).media;
+    let edit = functions::messages::EditMessage {
+        no_webpage: false,
+        invert_media: false,
+        peer: to_bob.clone(),
+        id: id_of(&sent).context("no id")?,
+        message: None,
+        media: Some(media),
+        reply_markup: None,
+        entities: None,
+        schedule_date: None,
+        schedule_repeat_period: None,
+        quick_reply_shortcut_id: None,
+        rich_message: None,
+    };
+    let edited = ann.invoke(&edit).await?;
+    let (caption, document) = edited_of(&edited).context("the edit has no document")?;
+    assert_eq!(
+        (caption.as_str(), document.size),
+        ("the data", v2.len() as i64)
+    );
+    let mut pushed = next_updates(&mut bob).await?;
+    for _ in 0..5 {
+        if edited_of(&pushed).is_some() {
+            break;
+        }
+        pushed = next_updates(&mut bob).await?;
+    }
+    let (caption, document) = edited_of(&pushed).context("the edit push has no document")?;
+    assert_eq!(caption, "the data");
+    let location = document_location(&document);
+    assert_eq!(download(&mut bob, &location, 4096).await?, v2);
+    Ok(())
+}
+
+/// The caption and document of the edited message an `Updates` carries.
+fn edited_of(updates: &enums::Updates) -> Option<(String, types::Document)> {
+    let enums::Updates::Updates(updates) = updates else {
+        return None;
+    };
+    updates.updates.iter().find_map(|u| match u {
+        enums::Update::EditMessage(edit) => match &edit.message {
+            enums::Message::Message(m) => match &m.media {
+                Some(enums::MessageMedia::Document(d)) => match &d.document {
+                    Some(enums::Document::Document(d)) => Some((m.message.clone(), d.clone())),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The sender of the first new message of an `Updates`.
+fn document_owner(updates: &enums::Updates) -> Option<i64> {
+    let enums::Updates::Updates(updates) = updates else {
+        return None;
+    };
+    updates.updates.iter().find_map(|u| match u {
+        enums::Update::NewMessage(new) => match &new.message {
+            enums::Message::Message(types::Message {
+                from_id: Some(enums::Peer::User(p)),
+                ..
+            }) => Some(p.user_id),
+            _ => None,
+        },
+        _ => None,
+    })
 }

@@ -8,9 +8,12 @@ use oxigram_proto::{
         AffectedHistory, AffectedMessages, DeleteHistoryRequest, DeleteMessagesRequest,
         DialogsSlice, Difference, EditMessageRequest, EditMessageResponse, ForwardMessagesRequest,
         GetDialogsRequest, GetHistoryRequest, SendMessageRequest, SendMessageResponse, StreamEvent,
-        stream_event,
+        media_client::MediaClient, stream_event,
     },
-    types::v1::{InputPeer, Message, PtsUpdate, User, update},
+    types::v1::{
+        CompleteUploadRequest, File, InputPeer, Message, PtsUpdate, SaveFilePartRequest, User,
+        update,
+    },
 };
 use tonic::{Status, Streaming};
 
@@ -77,6 +80,29 @@ impl TestClient {
                 ..Default::default()
             })
             .await?)
+    }
+
+    /// Uploads `bytes` in parts of 512 KiB as this device's upload `upload_id`.
+    pub async fn upload(&self, upload_id: i64, bytes: &[u8], name: &str) -> anyhow::Result<File> {
+        let mut media = MediaClient::new(self.channel());
+        let parts: Vec<&[u8]> = bytes.chunks(512 * 1024).collect();
+        for (p, chunk) in parts.iter().enumerate() {
+            media
+                .save_file_part(SaveFilePartRequest {
+                    file_id: upload_id,
+                    part: i32::try_from(p)?,
+                    bytes: chunk.to_vec(),
+                })
+                .await?;
+        }
+        Ok(media
+            .complete_upload(CompleteUploadRequest {
+                file_id: upload_id,
+                parts: i32::try_from(parts.len())?,
+                name: name.into(),
+            })
+            .await?
+            .into_inner())
     }
 
     /// Edits the text of this user's message `id` (her box id) in the dialog with `peer`.

@@ -1,7 +1,8 @@
 //! What the MTProto suites and the door's bench ask of a signed-out MTProto client: a sign-up
-//! of a new phone with the harness's login code, and a plain text send.
+//! of a new phone with the harness's login code, a plain text send, and files: an upload in
+//! parts, a document sent, and a download in `upload.getFile` chunks.
 
-use oxigram_mtproto::client::Client;
+use oxigram_mtproto::client::{Client, ClientError};
 use oxigram_tl::{enums, functions, types};
 
 use crate::LOGIN_CODE;
@@ -93,5 +94,153 @@ pub fn send_text(
         allow_paid_stars: None,
         suggested_post: None,
         rich_message: None,
+    }
+}
+
+/// Uploads `bytes` as the client's file `file_id` in parts of `part_size` bytes
+/// (`upload.saveFilePart`); the `inputFile` a send names it by.
+pub async fn upload(
+    client: &mut Client,
+    file_id: i64,
+    bytes: &[u8],
+    part_size: usize,
+    name: &str,
+) -> anyhow::Result<enums::InputFile> {
+    let mut parts = 0;
+    for (part, chunk) in bytes.chunks(part_size).enumerate() {
+        let saved = client
+            .invoke(&functions::upload::SaveFilePart {
+                file_id,
+                file_part: i32::try_from(part)?,
+                bytes: chunk.to_vec(),
+            })
+            .await?;
+        anyhow::ensure!(saved, "part {part} not saved");
+        parts += 1;
+    }
+    Ok(enums::InputFile::File(types::InputFile {
+        id: file_id,
+        parts,
+        name: name.into(),
+        md5_checksum: String::new(),
+    }))
+}
+
+/// `messages.sendMedia` of an uploaded document named `file_name`, with `caption`.
+pub fn send_document(
+    peer: enums::InputPeer,
+    file: enums::InputFile,
+    mime_type: &str,
+    file_name: &str,
+    caption: &str,
+    random_id: i64,
+) -> functions::messages::SendMedia {
+    functions::messages::SendMedia {
+        silent: false,
+        background: false,
+        clear_draft: false,
+        noforwards: false,
+        update_stickersets_order: false,
+        invert_media: false,
+        allow_paid_floodskip: false,
+        peer,
+        reply_to: None,
+        media: enums::InputMedia::UploadedDocument(types::InputMediaUploadedDocument {
+            nosound_video: false,
+            force_file: false,
+            spoiler: false,
+            file,
+            thumb: None,
+            mime_type: mime_type.into(),
+            attributes: vec![enums::DocumentAttribute::Filename(
+                types::DocumentAttributeFilename {
+                    file_name: file_name.into(),
+                },
+            )],
+            stickers: None,
+            video_cover: None,
+            video_timestamp: None,
+            ttl_seconds: None,
+        }),
+        message: caption.into(),
+        random_id,
+        reply_markup: None,
+        entities: None,
+        schedule_date: None,
+        schedule_repeat_period: None,
+        send_as: None,
+        quick_reply_shortcut: None,
+        effect: None,
+        allow_paid_stars: None,
+        suggested_post: None,
+    }
+}
+
+/// The document of the first new message an `Updates` carries.
+pub fn document_of(updates: &enums::Updates) -> Option<types::Document> {
+    let enums::Updates::Updates(updates) = updates else {
+        return None;
+    };
+    updates.updates.iter().find_map(|u| match u {
+        enums::Update::NewMessage(new) => match &new.message {
+            enums::Message::Message(m) => match &m.media {
+                Some(enums::MessageMedia::Document(d)) => match &d.document {
+                    Some(enums::Document::Document(d)) => Some(d.clone()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// Where a document's file is, as Telegram clients ask for it.
+pub fn document_location(document: &types::Document) -> enums::InputFileLocation {
+    enums::InputFileLocation::InputDocumentFileLocation(types::InputDocumentFileLocation {
+        id: document.id,
+        access_hash: document.access_hash,
+        file_reference: document.file_reference.clone(),
+        thumb_size: String::new(),
+    })
+}
+
+/// One `upload.getFile` chunk.
+pub async fn get_file(
+    client: &mut Client,
+    location: &enums::InputFileLocation,
+    offset: i64,
+    limit: i32,
+) -> Result<Vec<u8>, ClientError> {
+    let enums::upload::File::File(file) = client
+        .invoke(&functions::upload::GetFile {
+            precise: false,
+            cdn_supported: false,
+            location: location.clone(),
+            offset,
+            limit,
+        })
+        .await?
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(file.bytes)
+}
+
+/// A whole file, in `limit`-byte chunks until a short one.
+pub async fn download(
+    client: &mut Client,
+    location: &enums::InputFileLocation,
+    limit: i32,
+) -> Result<Vec<u8>, ClientError> {
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = get_file(client, location, bytes.len() as i64, limit).await?;
+        let short = chunk.len() < limit as usize;
+        bytes.extend(chunk);
+        if short {
+            return Ok(bytes);
+        }
     }
 }

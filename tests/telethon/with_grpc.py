@@ -2,10 +2,12 @@
 
 Usage: python with_grpc.py PUBLIC_KEY_PEM PORT PHONE CODE GRPC_PHONE
 Signs up, finds the gRPC user by phone, sends her "from telethon", prints {"ready": own id}
-and waits for her answer "from grpc" on its event handler; then prints one JSON line with
-what it saw (the history with her included). Exits non-zero on any error."""
+and waits for her answer "from grpc" and a file on its event handler, downloads the file; then
+prints one JSON line with what it saw (the file's name and SHA-256, the history with her
+included). Exits non-zero on any error."""
 
 import asyncio
+import hashlib
 import json
 import sys
 
@@ -21,7 +23,7 @@ async def main(pem_path, port, phone, code, grpc_phone):
     got = []
 
     async def on_message(event):
-        got.append(event.raw_text)
+        got.append(event.message)
 
     tom.add_event_handler(on_message, events.NewMessage(incoming=True))
     imported = await tom(functions.contacts.ImportContactsRequest([types.InputPhoneContact(
@@ -29,10 +31,15 @@ async def main(pem_path, port, phone, code, grpc_phone):
     gina = imported.users[0]
     await tom.send_message(gina, "from telethon")
     print(json.dumps({"ready": me.id, "peer": gina.id}), flush=True)
-    await wait_for(lambda: got, "the gRPC user's message")
+    await wait_for(lambda: len(got) >= 2, "the gRPC user's message and file")
+    downloaded = await tom.download_media(got[1], file=bytes)
     history = [m.raw_text async for m in tom.iter_messages(gina)]
     await tom.disconnect()
-    print(json.dumps({"got": got, "history": history}), flush=True)
+    print(json.dumps({
+        "got": [m.raw_text for m in got],
+        "file": [got[1].file.name, hashlib.sha256(downloaded).hexdigest()],
+        "history": history,
+    }), flush=True)
 
 
 asyncio.run(main(*sys.argv[1:]))

@@ -12,8 +12,9 @@ use rand::{Rng, RngCore};
 
 type Ctr = ctr::Ctr128BE<Aes256>;
 
-/// The largest frame either side accepts (a 512 KiB upload part plus its envelope fits).
-pub const MAX_FRAME: usize = 1 << 20;
+/// The largest frame either side accepts: a 512 KiB upload part, or a 1 MiB download chunk
+/// (`upload.getFile`'s largest), plus its envelope.
+pub const MAX_FRAME: usize = (1 << 20) + (1 << 16);
 
 const ABRIDGED_TAG: u8 = 0xef;
 const INTERMEDIATE_TAG: [u8; 4] = [0xee; 4];

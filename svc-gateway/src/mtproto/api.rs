@@ -1,6 +1,7 @@
 //! The API calls of the MTProto door, each answered by the gRPC API's own handler: the call is
 //! read as its TL function, made a gRPC request carrying the key's `x-oxigram-auth-key`, and
-//! the answer translated back (`messages.*` in `messages`, the update log in `updates`). A method not mapped here answers `rpc_error` 400
+//! the answer translated back (`messages.*` in `messages`, files in `media`, the update log in
+//! `updates`). A method not mapped here answers `rpc_error` 400
 //! `METHOD_NOT_SUPPORTED`, on a connection that stays open.
 
 use std::collections::HashMap;
@@ -16,7 +17,7 @@ use oxigram_tl::{Cursor, Deserializable, Identifiable, Serializable, enums, func
 use tonic::Request;
 use tonic::metadata::MetadataValue;
 
-use super::{convert, messages, updates};
+use super::{convert, media, messages, updates};
 use crate::{
     AUTH_KEY_HEADER, Gateway, auth::AuthApi, contacts_api::ContactsApi, updates_api::UpdatesApi,
     users_api::UsersApi,
@@ -61,6 +62,7 @@ fn unix_now() -> i32 {
 pub async fn answer(
     gateway: &Arc<Gateway>,
     codes: &Mutex<HashMap<String, String>>,
+    uploads: &media::Uploads,
     header: &str,
     call: &Call,
     query: &[u8],
@@ -396,8 +398,16 @@ pub async fn answer(
                 .map_err(status)?;
             Ok(answer.to_bytes())
         }
+        functions::contacts::GetContacts::CONSTRUCTOR_ID => {
+            let wanted: functions::contacts::GetContacts = read(query)?;
+            let me = signed_in(gateway, header).await?;
+            get_contacts(gateway, header, me, wanted.hash).await
+        }
         _ => {
-            if let Some(answer) = messages::answer(gateway, header, id, query).await {
+            if let Some(answer) = media::answer(gateway, uploads, header, id, query).await {
+                return answer;
+            }
+            if let Some(answer) = messages::answer(gateway, uploads, header, id, query).await {
                 return answer;
             }
             tracing::debug!(method = oxigram_tl::name_for_id(id), layer = ?call.layer, "MTProto method not supported");
@@ -405,6 +415,75 @@ pub async fn answer(
         }
     }
 }
+
+/// Telegram's cache hash of a list of ids (its "usual algorithm": every value folded in turn).
+fn telegram_hash(values: impl IntoIterator<Item = i64>) -> i64 {
+    let mut hash: u64 = 0;
+    for value in values {
+        hash ^= hash >> 21;
+        hash ^= hash << 35;
+        hash ^= hash >> 4;
+        hash = hash.wrapping_add(value as u64);
+    }
+    hash as i64
+}
+
+/// `contacts.getContacts`: every contact, read page by page through `Contacts.GetContacts`.
+/// Telegram clients compute the hash themselves (the contact count, then the contacts' ids
+/// ascending), so the door compares that one rather than oxigram's own.
+async fn get_contacts(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    me: i64,
+    hash: i64,
+) -> Result<Vec<u8>, RpcError> {
+    let contacts_api = ContactsApi(gateway.clone());
+    let mut users: Vec<oxigram_proto::types::v1::User> = Vec::new();
+    loop {
+        let page = contacts_api
+            .get_contacts(request(
+                header,
+                api::GetContactsRequest {
+                    offset_user_id: users.last().map_or(0, |u| u.id),
+                    limit: CONTACTS_PAGE,
+                    hash: 0,
+                },
+            )?)
+            .await
+            .map_err(|s| convert::rpc_error(&s))?
+            .into_inner();
+        let full = page.users.len() >= CONTACTS_PAGE as usize;
+        users.extend(page.users);
+        if !full || users.len() >= usize::try_from(page.count).unwrap_or(0) {
+            break;
+        }
+    }
+    let saved_count = i32::try_from(users.len()).unwrap_or(i32::MAX);
+    let ours =
+        telegram_hash(std::iter::once(i64::from(saved_count)).chain(users.iter().map(|u| u.id)));
+    if hash != 0 && hash == ours {
+        return Ok(enums::contacts::Contacts::NotModified.to_bytes());
+    }
+    Ok(
+        enums::contacts::Contacts::Contacts(types::contacts::Contacts {
+            contacts: users
+                .iter()
+                .map(|u| {
+                    enums::Contact::Contact(types::Contact {
+                        user_id: u.id,
+                        mutual: u.mutual_contact,
+                    })
+                })
+                .collect(),
+            saved_count,
+            users: convert::users(&users, me),
+        })
+        .to_bytes(),
+    )
+}
+
+/// The page this door reads contacts in (`Contacts.GetContacts`' largest).
+const CONTACTS_PAGE: i32 = crate::contacts_api::MAX_CONTACTS_PAGE;
 
 /// The page of a difference this door asks for unless the client wants fewer.
 const DIFFERENCE_PAGE: i32 = 100;

@@ -199,7 +199,7 @@ pub fn int(value: i64) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }
 
-/// A message of a private chat as its owner sees it (text only; media is not mapped yet).
+/// A message of a private chat as its owner sees it, its file as Telegram's media (`media`).
 pub fn message(message: &ox::Message) -> enums::Message {
     enums::Message::Message(types::Message {
         out: message.out,
@@ -249,7 +249,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
         }),
         date: int(message.date),
         message: message.text.clone(),
-        media: None,
+        media: super::media::to_tl(message),
         reply_markup: None,
         entities: super::entities::to_tl(&message.entities),
         views: None,

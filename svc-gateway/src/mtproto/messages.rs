@@ -14,6 +14,7 @@ use oxigram_tl::{Identifiable, Serializable, enums, functions, types};
 use super::api::{read, request, signed_in};
 use super::convert::{self, int};
 use super::entities;
+use super::media;
 use super::updates::{self, tl_pts};
 use crate::{Gateway, dialogs_api::DialogsApi, messages_api::MessagesApi, updates_api::UpdatesApi};
 
@@ -24,6 +25,7 @@ fn status(status: tonic::Status) -> RpcError {
 /// Answers a `messages.*` call, or `None` for a method this file does not map.
 pub async fn answer(
     gateway: &Arc<Gateway>,
+    uploads: &media::Uploads,
     header: &str,
     id: u32,
     query: &[u8],
@@ -42,7 +44,7 @@ pub async fn answer(
             read_history(gateway, header, query).await
         }
         functions::messages::EditMessage::CONSTRUCTOR_ID => {
-            edit_message(gateway, header, query).await
+            edit_message(gateway, uploads, header, query).await
         }
         functions::messages::DeleteMessages::CONSTRUCTOR_ID => {
             delete_messages(gateway, header, query).await
@@ -67,7 +69,7 @@ pub async fn answer(
 
 /// A request's formatting as oxigram's (the caller is looked up only when there is any: a
 /// mention of herself names her).
-async fn formatting(
+pub(super) async fn formatting(
     gateway: &Gateway,
     header: &str,
     tl: Option<&[enums::MessageEntity]>,
@@ -78,7 +80,7 @@ async fn formatting(
     }
 }
 
-fn reply_to_msg_id(reply_to: Option<&enums::InputReplyTo>) -> i64 {
+pub(super) fn reply_to_msg_id(reply_to: Option<&enums::InputReplyTo>) -> i64 {
     match reply_to {
         Some(enums::InputReplyTo::Message(m)) => i64::from(m.reply_to_msg_id),
         _ => 0,
@@ -275,7 +277,7 @@ async fn read_message_contents(
 }
 
 /// `updates` carrying the caller's own updates of a call and the users they name.
-async fn own_updates(
+pub(super) async fn own_updates(
     gateway: &Gateway,
     me: i64,
     updates: Vec<enums::Update>,
@@ -306,21 +308,62 @@ async fn own_updates(
     .to_bytes())
 }
 
+/// The text and formatting of the caller's message `id` now (`MESSAGE_ID_INVALID` if she has
+/// none by that id).
+async fn caption_of(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    id: i32,
+) -> Result<(String, Vec<ox::MessageEntity>), RpcError> {
+    let found = MessagesApi(gateway.clone())
+        .get_messages(request(
+            header,
+            ox::GetMessagesRequest {
+                ids: vec![i64::from(id)],
+            },
+        )?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    found
+        .messages
+        .into_iter()
+        .find(|m| m.id == i64::from(id))
+        .map(|m| (m.text, m.entities))
+        .ok_or_else(|| RpcError::new(400, "MESSAGE_ID_INVALID"))
+}
+
 async fn edit_message(
     gateway: &Arc<Gateway>,
+    uploads: &media::Uploads,
     header: &str,
     query: &[u8],
 ) -> Result<Vec<u8>, RpcError> {
     let edit: functions::messages::EditMessage = read(query)?;
     let me = signed_in(gateway, header).await?;
+    // A new file replaces the message's (then the text is its caption), as on the gRPC door.
+    let new_media = match &edit.media {
+        Some(new) => Some(media::input_media(gateway, uploads, header, me, new).await?),
+        None => None,
+    };
+    let (text, entities) = match edit.message {
+        Some(text) => (text, entities::from_tl(edit.entities.as_deref(), me)?),
+        // Telegram keeps the caption when only the file changes; oxigram's edit replaces both.
+        None if new_media.is_some() => caption_of(gateway, header, edit.id).await?,
+        None => (
+            String::new(),
+            entities::from_tl(edit.entities.as_deref(), me)?,
+        ),
+    };
     let edited = MessagesApi(gateway.clone())
         .edit_message(request(
             header,
             ox::EditMessageRequest {
                 peer: Some(convert::input_peer(&edit.peer)?),
                 id: i64::from(edit.id),
-                text: edit.message.unwrap_or_default(),
-                entities: entities::from_tl(edit.entities.as_deref(), me)?,
+                text,
+                entities,
+                new_media,
                 ..Default::default()
             },
         )?)

@@ -9,6 +9,7 @@ mod convert;
 mod entities;
 mod feed;
 mod keys;
+mod media;
 mod messages;
 mod metrics;
 mod updates;
@@ -41,6 +42,8 @@ pub struct Door {
     feeds: feed::Feeds,
     /// Keys whose device model this process has recorded.
     described: Mutex<HashSet<i64>>,
+    /// Uploads completed for media sends, for a send of the same file again.
+    uploads: media::Uploads,
 }
 
 impl Door {
@@ -133,7 +136,15 @@ impl Backend for Door {
         let header = self.header_for(call.auth_key_id).await?;
         self.describe(&call).await;
         let started = std::time::Instant::now();
-        let answer = api::answer(&self.gateway, &self.codes, &header, &call, &query).await;
+        let answer = api::answer(
+            &self.gateway,
+            &self.codes,
+            &self.uploads,
+            &header,
+            &call,
+            &query,
+        )
+        .await;
         metrics::call(
             oxigram_tl::constructor_id(&query),
             &answer,
@@ -183,6 +194,7 @@ pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow
         codes: Mutex::default(),
         feeds: feed::Feeds::default(),
         described: Mutex::default(),
+        uploads: media::Uploads::default(),
     });
     tokio::select! {
         served = oxigram_mtproto::server::serve(listener, door) => served.context("MTProto door"),

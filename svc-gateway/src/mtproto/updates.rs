@@ -265,7 +265,8 @@ pub async fn pushed(
         logged.update.as_ref().and_then(|u| u.kind.as_ref()),
         Some(update::Kind::NewMessage(_))
     );
-    if is_new && known.contains(&peer) {
+    // updateShortMessage has no media: a file comes in full `updates`.
+    if is_new && known.contains(&peer) && message.media.is_none() {
         let (fwd_from, reply_to) = match convert::message(message) {
             enums::Message::Message(m) => (m.fwd_from, m.reply_to),
             _ => (None, None),
