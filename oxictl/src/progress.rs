@@ -51,11 +51,11 @@ impl Progress {
     }
 
     fn draw(&self) {
-        let percent = if self.total == 0 {
-            100
-        } else {
-            self.done * 100 / self.total
-        };
+        // Nothing to move is all done.
+        let percent = (self.done * 100)
+            .checked_div(self.total)
+            .unwrap_or(100)
+            .min(100);
         let filled = (percent * WIDTH / 100) as usize;
         let bar = format!(
             "{}{}",

@@ -260,7 +260,7 @@ async fn download(
     let windows = stream::iter((0..size.div_ceil(MIB)).map(|i| i * MIB)).map(|offset| {
         let mut client = MediaClient::new(channel.clone());
         let request = GetMessageFileRequest {
-            peer: peer.clone(),
+            peer,
             msg_id: m.id,
             file_reference: media.file_reference.clone(),
             thumb_size: String::new(),
