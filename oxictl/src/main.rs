@@ -1,15 +1,18 @@
 //! oxictl: a client for oxigram's gateway. Each device keeps its auth key and its applied pts
 //! in a small JSON file (`.oxictl/<device>.json`), so several devices of several users can be
-//! driven from one shell. `oxictl admin` is the operator's: the outbox rows each service kept
-//! as failed, and requeueing them.
+//! driven from one shell; `send-file` and `download` move files through media messages.
+//! `oxictl admin` is the operator's: the outbox rows each service kept as failed, and
+//! requeueing them.
 
 mod admin;
 mod admin_limits;
 mod bench;
 mod device;
+mod files;
 mod format;
 mod people;
 mod presence;
+mod progress;
 mod settings;
 
 /// The bench client shares the machine with the system it measures: the allocator the services
@@ -99,6 +102,12 @@ enum Command {
         #[arg(long)]
         quote_offset: Option<i32>,
     },
+    /// Sends a file as a media message: instantly when the server holds its content already
+    /// (by SHA-256), else uploaded in parts of 512 KiB; prints the sent message.
+    SendFile(files::SendFileArgs),
+    /// Saves the file of a media message (its id in your dialog with the peer), checking its
+    /// size and SHA-256; prints where it is.
+    Download(files::DownloadArgs),
     /// Edits the text of one of your messages, named by its id in the dialog with a user.
     Edit {
         #[arg(long)]
@@ -263,8 +272,17 @@ fn show(m: &Message) -> String {
         }
         None => String::new(),
     };
+    // A media message says what it carries; `download` fetches it by the message's id.
+    let media = match &m.media {
+        Some(x) => {
+            let kind = oxigram_proto::types::v1::message_media::Kind::try_from(x.kind)
+                .map_or("media".to_owned(), |k| k.as_str_name().to_ascii_lowercase());
+            format!(" [{kind} {:?}, {} bytes]", x.file_name, x.size)
+        }
+        None => String::new(),
+    };
     format!(
-        "#{} {dir} peer {} from {}{forwarded}: {}{}{}",
+        "#{} {dir} peer {} from {}{forwarded}{media}: {}{}{}",
         m.id,
         m.peer_user(),
         m.from_user_id,
@@ -455,6 +473,8 @@ async fn main() -> anyhow::Result<()> {
             };
             send(&path, &to, request).await?
         }
+        Command::SendFile(args) => files::send_file(&path, args).await?,
+        Command::Download(args) => files::download(&path, args).await?,
         Command::Edit {
             with,
             id,

@@ -27,6 +27,7 @@ mod metrics;
 mod migrate;
 mod mtproto;
 mod outbox_recovery;
+mod oxictl_files;
 mod peers;
 mod privacy;
 mod private_chat;
