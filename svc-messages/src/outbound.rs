@@ -1,5 +1,5 @@
 //! Everything svc-messages sends to other services. One arrow: the events of each new message,
-//! each edit and each delete, one per owner, to svc-updates, which gives them their pts. They are
+//! each edit, each delete and each read of contents, one per owner, to svc-updates, which gives them their pts. They are
 //! written to this service's outbox in the change's transaction; right after commit the fast
 //! path hands them on and answers the call with the pts the caller's event got, and the relay
 //! delivers whatever it missed. svc-updates deduplicates by event id, so the two may overlap.
