@@ -21,8 +21,7 @@ use oxigram_tl::{Identifiable, Serializable, enums, functions, types};
 
 use super::api::{read, request, signed_in};
 use super::convert::{self, int};
-use super::messages::{formatting, own_updates, reply_to_msg_id};
-use super::updates::tl_pts;
+use super::messages::{formatting, reply_to_msg_id, sent_updates};
 use crate::{Gateway, media_api::MediaApi, messages_api::MessagesApi};
 
 /// Telegram's data centre number of this door (the only one).
@@ -282,22 +281,7 @@ async fn send_media(
         .map_err(status)?
         .into_inner();
     // As Telegram answers a media send: the id for the random_id, then the new message.
-    let mut updates = Vec::with_capacity(2);
-    let mut messages = Vec::with_capacity(1);
-    for sent in sent.sent {
-        let message = sent.message.unwrap_or_default();
-        updates.push(enums::Update::MessageId(types::UpdateMessageId {
-            id: int(message.id),
-            random_id: sent.random_id,
-        }));
-        updates.push(enums::Update::NewMessage(types::UpdateNewMessage {
-            message: convert::message(&message),
-            pts: tl_pts(sent.pts),
-            pts_count: sent.pts_count,
-        }));
-        messages.push(message);
-    }
-    own_updates(gateway, me, updates, &messages).await
+    sent_updates(gateway, me, sent.sent).await
 }
 
 /// Telegram's download rules (stricter than oxigram's: the limit must also divide 1 MiB).

@@ -402,10 +402,19 @@ async fn forward_messages(
         .await
         .map_err(status)?
         .into_inner();
-    // Each new message with the random_id it was sent under (how clients match them).
-    let mut updates = Vec::with_capacity(forwarded.sent.len() * 2);
-    let mut messages = Vec::with_capacity(forwarded.sent.len());
-    for sent in forwarded.sent {
+    sent_updates(gateway, me, forwarded.sent).await
+}
+
+/// `updates` answering a call that sent messages (forwards, media): each new message with the
+/// random_id it was sent under (how clients match them), then the message itself.
+pub(super) async fn sent_updates(
+    gateway: &Gateway,
+    me: i64,
+    sent: Vec<ox::SendMessageResponse>,
+) -> Result<Vec<u8>, RpcError> {
+    let mut updates = Vec::with_capacity(sent.len() * 2);
+    let mut messages = Vec::with_capacity(sent.len());
+    for sent in sent {
         let message = sent.message.unwrap_or_default();
         updates.push(enums::Update::MessageId(types::UpdateMessageId {
             id: int(message.id),
