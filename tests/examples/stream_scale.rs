@@ -4,9 +4,9 @@
 //! drops, each account gets `--behind` new messages, and all the devices reconnect at once
 //! from where they were (a reconnect storm) while `--pairs` pairs of other users send in
 //! closed loops. Prints the memory per stream, each device's time to converge (p50/p99/max),
-//! the paced retries and errors, and the concurrent sends' latency against the same load on
-//! a quiet system, then a JSON line (`--storm 0`: the idle streams only). The gateway runs as
-//! its own process.
+//! the paced retries and the errors (by what failed and its code), and the concurrent sends'
+//! latency against the same load on a quiet system, then a JSON line (`--storm 0`: the idle
+//! streams only). The gateway runs as its own process.
 //!
 //! ```sh
 //! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example stream_scale -- \
@@ -15,8 +15,9 @@
 //! ```
 
 use std::{
+    collections::BTreeMap,
     sync::{
-        Arc,
+        Arc, Mutex, PoisonError,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
@@ -384,13 +385,19 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
     let stop = AtomicBool::new(false);
     let paced = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    // The storm's failures by where they happened and their code, to see what to fix.
+    let failures: Arc<Mutex<BTreeMap<String, u64>>> = Arc::default();
+    let failed = |during: &str, code: String| {
+        let mut f = failures.lock().unwrap_or_else(PoisonError::into_inner);
+        *f.entry(format!("{during} {code}")).or_default() += 1;
+    };
     let storm_start = Instant::now();
     let options = StreamOptions {
         gap_wait: Duration::from_secs(30),
         ..StreamOptions::default()
     };
     let storm = devices.iter().map(|d| {
-        let (paced, errors) = (paced.clone(), errors.clone());
+        let (paced, errors, failed) = (paced.clone(), errors.clone(), &failed);
         let (from, target) = (start_pts[d.account], targets[d.account]);
         let client = d.client.clone();
         async move {
@@ -400,6 +407,7 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
                     Ok(updates) => break updates,
                     Err(error) => {
                         errors.fetch_add(1, Ordering::Relaxed);
+                        failed("open", error.code());
                         let wait = flood_wait(&error.code()).unwrap_or(Duration::from_millis(500));
                         tokio::time::sleep(wait).await;
                     }
@@ -413,8 +421,9 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
                     Event::Paced { .. } => {
                         paced.fetch_add(1, Ordering::Relaxed);
                     }
-                    Event::Failed { .. } => {
+                    Event::Failed { during, error } => {
                         errors.fetch_add(1, Ordering::Relaxed);
+                        failed(&format!("{during:?}"), error.code());
                     }
                     Event::TooLong { pts } => anyhow::bail!("too long at {pts}"),
                     _ => {}
@@ -436,6 +445,10 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
         paced.load(Ordering::Relaxed),
         errors.load(Ordering::Relaxed),
     );
+    let failures = failures
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
 
     let report = serde_json::json!({
         "devices": devices.len(),
@@ -450,6 +463,7 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
         "catch_up_max_ms": percentile(&converged, 1.0),
         "paced_retries": paced,
         "errors": errors,
+        "errors_by_kind": failures,
         "quiet_sends": quiet.len(),
         "quiet_send_p50_ms": percentile(&quiet, 0.50),
         "quiet_send_p99_ms": percentile(&quiet, 0.99),
@@ -473,6 +487,9 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
         percentile(&during, 0.99),
         during.len()
     );
+    for (kind, n) in &failures {
+        eprintln!("  failed: {kind}: {n}");
+    }
     println!("{report}");
     Ok(())
 }
