@@ -6,7 +6,8 @@
 //! once, written to a file and fsynced. Each run uses new content (the server stores a
 //! content once, so the same bytes again would skip the store). Prints each run's MiB/s,
 //! CPU use (this process's, and the whole machine's busy share of its cores), then a JSON
-//! line of the medians and the upload/copy and download/copy ratios.
+//! line of the medians and the upload/copy and download/copy ratios; with `--processes`, also
+//! svc-media's resident memory before and at its peak.
 //!
 //! ```sh
 //! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example media_throughput -- \
@@ -30,7 +31,7 @@ use oxigram_proto::api::v1::{
     messages_client::MessagesClient,
 };
 use oxigram_proto::types::v1::{File, InputPeer, Message, message_media::Kind};
-use oxigram_tests::{Mode, System, TestClient};
+use oxigram_tests::{Mode, System, TestClient, rss_kib};
 use rand::{RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -352,6 +353,11 @@ async fn main() -> anyhow::Result<()> {
         dir.display()
     );
 
+    // svc-media's resident memory (its own process): a file goes through it part by part, so
+    // its peak must not grow with the file.
+    let media_pid = watch.pids[2];
+    let media_rss_before = media_pid.map(rss_kib).transpose()?.map(|(now, _)| now);
+
     let (mut copies, mut nosync, mut ups, mut downs) = (vec![], vec![], vec![], vec![]);
     for run in 1..=a.runs {
         let source = dir.join("source.bin");
@@ -422,6 +428,15 @@ async fn main() -> anyhow::Result<()> {
         downs.push(down.mib_s);
     }
     let (copy, up, down) = (median(copies), median(ups), median(downs));
+    let media_rss = media_pid.map(rss_kib).transpose()?;
+    if let (Some(before), Some((after, peak))) = (media_rss_before, media_rss) {
+        eprintln!(
+            "media RSS: {} MiB before, {} MiB after, peak {} MiB",
+            before / 1024,
+            after / 1024,
+            peak / 1024
+        );
+    }
     println!(
         "{}",
         serde_json::json!({
@@ -435,6 +450,8 @@ async fn main() -> anyhow::Result<()> {
             "download_mib_s": (down * 10.0).round() / 10.0,
             "upload_vs_copy": (up / copy * 100.0).round() / 100.0,
             "download_vs_copy": (down / copy * 100.0).round() / 100.0,
+            "media_rss_before_kib": media_rss_before,
+            "media_rss_peak_kib": media_rss.map(|(_, peak)| peak),
         })
     );
     Ok(())
