@@ -7,7 +7,7 @@ import tempfile
 
 import yaml
 
-from . import cluster, fake_api, helm, manifest, schemas
+from . import cases, cluster, fake_api, helm, manifest, schemas
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CHART = os.path.join(ROOT, "helm", "oxigram")
@@ -137,6 +137,14 @@ def main():
             bad = [p for p in problems if p[0] in ("ERROR", "WARNING", "UNKNOWN")]
             failed |= bool(bad)
             print(f"  {'FAILED' if bad else 'ok'}: {len(bad)} error(s)/warning(s)", flush=True)
+    if not sys.argv[1:]:
+        print("==> scripts/helmlint/cases.yaml: values the chart refuses and accepts", flush=True)
+        problems = cases.check(render, newest)
+        for sev, text in problems:
+            print(f"  [{sev}] {text}")
+        bad = [p for p in problems if p[0] != "INFO"]
+        failed |= bool(bad)
+        print(f"  {'FAILED' if bad else 'ok'}: {len(bad)} case(s) not as expected", flush=True)
     return 1 if failed else 0
 
 

@@ -26,7 +26,8 @@ in-process (oxigram_kit::local finds a callee served in the same process by its 
 the 127.0.0.1 endpoints are only the names those calls go by; each service still listens on
 127.0.0.1:<port> for probes and tools, the gateway on 0.0.0.0. Dispatch pushes to the gateway
 pod holding a device's stream at its advertised pod address, over the network (it may be
-another replica). A migration Job's container adds "migration" true: it gets no admin token.
+another replica). A migration Job's container adds "migration" true: it gets no admin token
+and no media settings (its Job may run before the chart's Secrets exist).
 */}}
 {{- define "oxigram.env" -}}
 {{- $ctx := .ctx -}}
@@ -105,9 +106,50 @@ another replica). A migration Job's container adds "migration" true: it gets no 
 - name: OXIGRAM_GATEWAY__ADVERTISE_PUSH
   value: {{ printf "http://$(POD_IP):%d" ($v.gateway.port | int) | quote }}
 {{- end }}
-{{- if or $single (eq $component "media") }}
+{{- if and (or $single (eq $component "media")) (not .migration) }}
+{{- $s3 := $v.media.s3 }}
+{{- if $s3.bucket }}
+{{- /* string settings are quoted as TOML strings: the environment's values are typed */}}
+- name: OXIGRAM_MEDIA__S3__BUCKET
+  value: {{ printf "%q" $s3.bucket | quote }}
+- name: OXIGRAM_MEDIA__S3__ENDPOINT
+  value: {{ printf "%q" $s3.endpoint | quote }}
+- name: OXIGRAM_MEDIA__S3__REGION
+  value: {{ printf "%q" $s3.region | quote }}
+- name: OXIGRAM_MEDIA__S3__ALLOW_HTTP
+  value: {{ $s3.allowHttp | toString | quote }}
+- name: OXIGRAM_MEDIA__S3__MULTIPART_CHUNK_MIB
+  value: {{ $s3.multipartChunkMib | int | quote }}
+{{- with $s3.existingSecret }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $s3.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $s3.secretAccessKeyKey }}
+{{- end }}
+{{- else }}
 - name: OXIGRAM_MEDIA__BLOB_DIR
   value: {{ $v.media.blobDir | quote }}
+{{- end }}
+- name: OXIGRAM_MEDIA__GC_GRACE_SECONDS
+  value: {{ $v.media.gc.graceSeconds | int | quote }}
+- name: OXIGRAM_MEDIA__GC_INTERVAL_SECONDS
+  value: {{ $v.media.gc.intervalSeconds | int | quote }}
+{{- end }}
+{{- if and (or $single (eq $component "messages")) (not .migration) }}
+{{- /* the messages service signs file references and checks them */}}
+- name: OXIGRAM_MEDIA__FILE_REFERENCE_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "oxigram.fileReferenceSecretName" $ctx }}
+      key: {{ $v.media.fileReference.secretKey }}
+- name: OXIGRAM_MEDIA__FILE_REFERENCE_TTL_SECONDS
+  value: {{ $v.media.fileReference.ttlSeconds | int | quote }}
 {{- end }}
 {{- if $v.metrics.enabled }}
 - name: OXIGRAM_METRICS_ADDR

@@ -35,7 +35,8 @@ P the gRPC port its probes check.
 {{- $v := $ctx.Values -}}
 {{- $c := .values -}}
 {{- $component := .component -}}
-{{- $withMedia := or (eq $component "media") (eq $component "single-binary") -}}
+{{- /* the blob volume, for the process that runs the media service without a bucket */ -}}
+{{- $withMedia := and (or (eq $component "media") (eq $component "single-binary")) (include "oxigram.mediaOnVolume" $ctx) -}}
 {{- $autoscaled := dig "autoscaling" "enabled" false $c -}}
 apiVersion: apps/v1
 kind: Deployment
