@@ -30,6 +30,21 @@ pub struct MessagesApi(pub Arc<Gateway>);
 /// Most media one album holds.
 pub const MAX_ALBUM: usize = 10;
 
+/// Whether a media send of `items` items may be made: checked before any file is resolved (or,
+/// on the MTProto door, any upload completed) for a call refused anyway.
+pub fn album_size(items: usize) -> Result<(), Status> {
+    if items == 0 {
+        return Err(status(ErrorCode::MediaEmpty, "no media to send"));
+    }
+    if items > MAX_ALBUM {
+        return Err(status(
+            ErrorCode::MultiMediaTooLong,
+            "an album has at most 10 media",
+        ));
+    }
+    Ok(())
+}
+
 /// The grouped_id of an album: made of its sender and its first item's key, so that a retry
 /// of the same call makes the same album (and each item the same request).
 fn album_id(sender_id: i64, first_random_id: i64) -> i64 {
@@ -188,16 +203,7 @@ impl Messages for MessagesApi {
         request: Request<SendMediaRequest>,
     ) -> Result<Response<SendMediaResponse>, Status> {
         let (me, r) = self.0.signed_in(request).await?;
-        // The counts first: no file is resolved for a call refused anyway.
-        if r.multi_media.is_empty() {
-            return Err(status(ErrorCode::MediaEmpty, "no media to send"));
-        }
-        if r.multi_media.len() > MAX_ALBUM {
-            return Err(status(
-                ErrorCode::MultiMediaTooLong,
-                "an album has at most 10 media",
-            ));
-        }
+        album_size(r.multi_media.len())?;
         self.0.existing_peer(me.user_id, r.peer.as_ref()).await?;
         let limits = &self.0.limits;
         limits

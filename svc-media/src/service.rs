@@ -318,10 +318,10 @@ impl Media for MediaService {
         if stored.len() != r.parts as usize
             || stored.iter().enumerate().any(|(i, p)| *p != i as i32)
         {
-            return Err(status(
-                ErrorCode::FilePartMissing,
-                "not every part 0..parts was uploaded",
-            ));
+            // The stored parts ascend, without repeats: the first missing one is the first
+            // place where a part is not its own index.
+            let first_missing = (0..r.parts).find(|p| stored.get(*p as usize) != Some(p));
+            return Err(oxigram_errors::file_part_missing(first_missing));
         }
         let keys: Vec<String> = stored
             .iter()

@@ -244,26 +244,29 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
         assert_eq!(err, Some(Some(code.to_owned())), "{label}");
     }
 
+    // request -> (code, the first missing part it names)
     let completions = [
-        (complete(1, 10, 0, "n"), "FILE_PARTS_INVALID"),
-        (complete(1, 10, 8001, "n"), "FILE_PARTS_INVALID"),
+        (complete(1, 10, 0, "n"), ("FILE_PARTS_INVALID", None)),
+        (complete(1, 10, 8001, "n"), ("FILE_PARTS_INVALID", None)),
         // Part 1 is missing.
-        (complete(1, 10, 3, "n"), "FILE_PART_MISSING"),
-        // Part 2 is there, beyond the count.
-        (complete(1, 10, 1, "n"), "FILE_PART_MISSING"),
-        // Another owner's upload.
-        (complete(2, 10, 1, "n"), "FILE_PART_MISSING"),
-        (complete(1, 10, 1, "a\0b"), "INPUT_TEXT_INVALID"),
+        (complete(1, 10, 3, "n"), ("FILE_PART_MISSING", Some(1))),
+        // Of five, only parts 0 and 2 are there: the first missing is named.
+        (complete(1, 10, 5, "n"), ("FILE_PART_MISSING", Some(1))),
+        // Part 2 is there, beyond the count: no part is missing, the count is wrong.
+        (complete(1, 10, 1, "n"), ("FILE_PART_MISSING", None)),
+        // Another owner's upload: she saved none of it.
+        (complete(2, 10, 1, "n"), ("FILE_PART_MISSING", Some(0))),
+        (complete(1, 10, 1, "a\0b"), ("INPUT_TEXT_INVALID", None)),
     ];
-    for (request, code) in completions {
+    for (request, (code, part)) in completions {
         let label = format!("{request:?}");
         let err = s
             .media
             .complete_upload(Request::new(request))
             .await
             .err()
-            .map(|e| code_of(&e));
-        assert_eq!(err, Some(Some(code.to_owned())), "{label}");
+            .map(|e| (code_of(&e), oxigram_errors::missing_part(&e)));
+        assert_eq!(err, Some((Some(code.to_owned()), part)), "{label}");
     }
 
     let reads = [

@@ -1,10 +1,13 @@
 //! Convergence: two users with three devices each run a few hundred random operations (drawn
-//! from a fixed seed: sends, replies, edits, forwards, deletes with and without revoke,
-//! clears, reads, receipts) while device streams are cut and reopened from their saved state,
+//! from a fixed seed: sends, replies, edits, media sends (documents and photos uploaded in
+//! parts, with or without a caption) and media edits (another file, another caption),
+//! forwards, deletes with and without revoke, clears, reads, receipts) while device streams
+//! are cut and reopened from their saved state,
 //! and offline devices catch up by getDifference. Each device keeps its account's local state
 //! with the client library (`oxigram_client::Mirror`), built only from the updates it
 //! applies. At the end every device's copy equals what the server answers (`GetDialogs`, and
-//! `GetHistory` paged through for every dialog), unread counts included; every device applied
+//! `GetHistory` paged through for every dialog), unread counts and every message's file (kind,
+//! content, name, type, sizes) and caption included; every device applied
 //! its log contiguously, each update once, and no message twice; and nothing deleted is found
 //! again by history, `GetMessages` or search.
 
@@ -21,9 +24,13 @@ use oxigram_client::{
 use oxigram_proto::{
     api::v1::{
         DeleteHistoryRequest, ForwardMessagesRequest, GetDialogsRequest, GetHistoryRequest,
-        GetMessagesRequest, ReceivedMessagesRequest, SearchRequest, SendMessageRequest,
+        GetMessagesRequest, InputMedia, InputSingleMedia, ReceivedMessagesRequest, SearchRequest,
+        SendMediaRequest, SendMessageRequest,
     },
-    types::v1::{Dialog, InputPeer, Message, PtsUpdate, update},
+    types::v1::{
+        Dialog, EditMessageRequest, EditMessageResponse, InputPeer, Message, PtsUpdate,
+        message_media::Kind, update,
+    },
 };
 use oxigram_tests::{Mode, System, TestClient};
 use rand::{Rng, SeedableRng, rngs::StdRng};
@@ -50,6 +57,21 @@ enum Op {
     Reply { device: usize, pick: usize },
     /// An edit of one of the user's own messages the device knows (not a forward).
     Edit { device: usize, pick: usize },
+    /// A file to the other user, uploaded in parts: a document with a name and MIME type, or
+    /// a small JPEG as a photo; with a caption or none.
+    SendMedia {
+        device: usize,
+        photo: bool,
+        caption: bool,
+    },
+    /// An edit of one of the user's own media messages the device knows: another file
+    /// (`file`: a photo, or a document) with a new caption or none, or only a new caption.
+    EditMedia {
+        device: usize,
+        pick: usize,
+        file: Option<bool>,
+        caption: bool,
+    },
     /// A forward of a message the device knows in the dialog with the other user, back to
     /// her or to Saved Messages.
     Forward {
@@ -83,7 +105,7 @@ enum Op {
 fn draw(rng: &mut StdRng) -> Op {
     let device = rng.random_range(0..DEVICES);
     let pick = rng.random_range(0..1 << 16);
-    match rng.random_range(0..200) {
+    match rng.random_range(0..230) {
         0..50 => Op::Send { device },
         50..58 => Op::Note { device },
         58..78 => Op::Reply { device, pick },
@@ -112,8 +134,60 @@ fn draw(rng: &mut StdRng) -> Op {
             device,
             by_difference: rng.random_bool(0.5),
         },
+        200..215 => Op::SendMedia {
+            device,
+            photo: rng.random_bool(0.4),
+            caption: rng.random_bool(0.7),
+        },
+        215..230 => Op::EditMedia {
+            device,
+            pick,
+            file: rng.random_bool(0.7).then(|| rng.random_bool(0.4)),
+            caption: rng.random_bool(0.7),
+        },
         _ => Op::CatchUp { device },
     }
+}
+
+/// MIME types a document of the run is sent with.
+const MIME_TYPES: [&str; 3] = ["application/pdf", "text/plain", "application/octet-stream"];
+
+/// The file of operation `i`, drawn from the seed and the operation (so the run stays the
+/// same whichever device acts): a small JPEG of random colours for a photo, else a few KiB
+/// of random bytes with a name and one of [`MIME_TYPES`].
+fn file_of(i: usize, photo: bool) -> anyhow::Result<(InputMedia, Vec<u8>, String)> {
+    let mut rng = StdRng::seed_from_u64(SEED ^ (i as u64).rotate_left(32));
+    if photo {
+        let (w, h) = (rng.random_range(8..48), rng.random_range(8..48));
+        let image = image::RgbImage::from_fn(w, h, |_, _| image::Rgb(rng.random()));
+        let mut jpeg = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut jpeg, image::ImageFormat::Jpeg)?;
+        let media = InputMedia {
+            kind: Kind::Photo as i32,
+            ..InputMedia::default()
+        };
+        return Ok((media, jpeg.into_inner(), format!("photo-{i}.jpg")));
+    }
+    let mut bytes = vec![0u8; rng.random_range(1..6000)];
+    rng.fill(&mut bytes[..]);
+    let name = format!("file-{i}.bin");
+    let media = InputMedia {
+        kind: Kind::Document as i32,
+        mime_type: MIME_TYPES[rng.random_range(0..MIME_TYPES.len())].into(),
+        file_name: name.clone(),
+        ..InputMedia::default()
+    };
+    Ok((media, bytes, name))
+}
+
+/// A message as the comparison sees it: all of it, its file included, but the file reference,
+/// which every read stamps afresh for its reader (it proves when she read it, not what).
+fn compared(m: &Message) -> Message {
+    let mut m = m.clone();
+    if let Some(media) = m.media.as_mut() {
+        media.file_reference.clear();
+    }
+    m
 }
 
 /// What a device knows, from its updates alone.
@@ -301,6 +375,11 @@ struct Tally {
     notes: u32,
     replies: u32,
     edits: u32,
+    media_sent: u32,
+    photos_sent: u32,
+    media_edits: u32,
+    /// Media edits that replaced the file (the rest replaced the caption only).
+    file_edits: u32,
     forwards: u32,
     deletes: u32,
     revokes: u32,
@@ -367,6 +446,41 @@ impl Run {
         Ok(true)
     }
 
+    /// Uploads the file of operation `i` as the device's user ([`file_of`]) and answers it as
+    /// a message's media.
+    async fn upload(&self, device: usize, i: usize, photo: bool) -> anyhow::Result<InputMedia> {
+        let (media, bytes, name) = file_of(i, photo)?;
+        // One upload per operation: its id is never one of an earlier upload's.
+        let file = self.devices[device]
+            .client
+            .upload(i as i64 + 1, &bytes, &name)
+            .await
+            .with_context(|| format!("operation {i}: upload"))?;
+        Ok(InputMedia {
+            file_id: file.id,
+            ..media
+        })
+    }
+
+    /// Hands the answer of the device's edit of message `id` to its stream; false when the
+    /// message was deleted meanwhile (see [`Run::stale`]).
+    async fn edited(
+        &self,
+        device: usize,
+        i: usize,
+        id: i64,
+        answer: Result<EditMessageResponse, tonic::Status>,
+    ) -> anyhow::Result<bool> {
+        let answer = match answer {
+            Err(e) if refuses_id(&e) && self.stale(device, id).await? => return Ok(false),
+            answer => answer.with_context(|| format!("operation {i}: edit"))?,
+        };
+        if let Some(online) = &self.devices[device].online {
+            online.sent.answer_edit(answer);
+        }
+        Ok(true)
+    }
+
     /// Whether the device acted on a message that is gone: another device of its user, or
     /// the peer with a revoke, deleted it, and the device has not applied that delete yet.
     /// Then a refusal naming the message is the right answer, as for any application that
@@ -418,17 +532,96 @@ impl Run {
                 }
                 let text = format!("edited by operation {i}");
                 let id = own[pick % own.len()];
-                let answer = match d.client.edit(peer, id, &text).await {
-                    Err(e) if refuses_id(&e) && self.stale(device, id).await? => {
-                        self.tally.stale += 1;
-                        return Ok(());
-                    }
-                    answer => answer.with_context(|| format!("operation {i}: edit"))?,
-                };
-                if let Some(online) = &d.online {
-                    online.sent.answer_edit(answer);
+                let answer = d.client.edit(peer, id, &text).await;
+                if self.edited(device, i, id, answer).await? {
+                    self.tally.edits += 1;
+                } else {
+                    self.tally.stale += 1;
                 }
-                self.tally.edits += 1;
+            }
+            Op::SendMedia {
+                device,
+                photo,
+                caption,
+            } => {
+                let media = self.upload(device, i, photo).await?;
+                let d = &self.devices[device];
+                let sent = d
+                    .client
+                    .messages()
+                    .send_media(SendMediaRequest {
+                        peer: Some(InputPeer::user(self.peer_of(device))),
+                        multi_media: vec![InputSingleMedia {
+                            media: Some(media),
+                            random_id: i as i64 + 1,
+                            caption: if caption {
+                                format!("media {i} from device {device}")
+                            } else {
+                                String::new()
+                            },
+                            entities: vec![],
+                        }],
+                        ..SendMediaRequest::default()
+                    })
+                    .await
+                    .with_context(|| format!("operation {i}: send media"))?
+                    .into_inner();
+                if let Some(online) = &d.online {
+                    for answer in sent.sent {
+                        online.sent.answer(answer);
+                    }
+                }
+                self.tally.media_sent += 1;
+                if photo {
+                    self.tally.photos_sent += 1;
+                }
+            }
+            Op::EditMedia {
+                device,
+                pick,
+                file,
+                caption,
+            } => {
+                let peer = self.peer_of(device);
+                let own = self.devices[device]
+                    .known(peer, |m| m.out && m.fwd_from.is_none() && m.media.is_some());
+                if own.is_empty() {
+                    self.tally.idle += 1;
+                    return Ok(());
+                }
+                let new_media = match file {
+                    Some(photo) => Some(self.upload(device, i, photo).await?),
+                    None => None,
+                };
+                let id = own[pick % own.len()];
+                let d = &self.devices[device];
+                let answer = d
+                    .client
+                    .messages()
+                    .edit_message(EditMessageRequest {
+                        peer: Some(InputPeer::user(peer)),
+                        id,
+                        // An edit sets the caption as it sets a text: empty is none. An edit
+                        // without a file must carry a text (svc-messages checks it as a text
+                        // edit, before it knows the message has a file).
+                        text: if caption || file.is_none() {
+                            format!("media edited by operation {i}")
+                        } else {
+                            String::new()
+                        },
+                        new_media,
+                        ..EditMessageRequest::default()
+                    })
+                    .await
+                    .map(tonic::Response::into_inner);
+                if !self.edited(device, i, id, answer).await? {
+                    self.tally.stale += 1;
+                    return Ok(());
+                }
+                self.tally.media_edits += 1;
+                if file.is_some() {
+                    self.tally.file_edits += 1;
+                }
             }
             Op::Forward {
                 device,
@@ -657,11 +850,12 @@ fn mismatch(device: usize, local: &Local, server: &ServerView) -> Option<String>
         ));
     }
     for (peer, history) in &server.histories {
-        let mine = local.mirror.history(*peer);
-        if &mine != history {
+        let mine: Vec<Message> = local.mirror.history(*peer).iter().map(compared).collect();
+        let history: Vec<Message> = history.iter().map(compared).collect();
+        if mine != history {
             let first = mine
                 .iter()
-                .zip(history)
+                .zip(&history)
                 .find(|(a, b)| a != b)
                 .map(|(a, b)| format!("first difference: {a:?} / {b:?}"))
                 .unwrap_or_default();
@@ -709,8 +903,8 @@ fn check_server(user: usize, server: &ServerView) -> anyhow::Result<()> {
 
 /// Nothing in `deleted` (ids the user's devices saw deleted) is found again: not by
 /// `GetMessages`, not in the server's history, and not by search, whose two queries (every
-/// text of the run holds one of them) find exactly the messages of the history: deletes and
-/// edits are searched as they are now.
+/// text and caption of the run holds one of them) find exactly the messages of the history
+/// that have one (a file may have none): deletes and edits are searched as they are now.
 async fn deleted_stay_deleted(
     client: &TestClient,
     server: &ServerView,
@@ -738,6 +932,13 @@ async fn deleted_stay_deleted(
         "history holds deleted messages {:?}",
         history.intersection(deleted).collect::<Vec<_>>()
     );
+    let texts: BTreeSet<i64> = server
+        .histories
+        .values()
+        .flatten()
+        .filter(|m| !m.text.is_empty())
+        .map(|m| m.id)
+        .collect();
     let mut found = BTreeSet::new();
     for q in ["from device", "edited by"] {
         let mut offset_id = 0;
@@ -760,10 +961,10 @@ async fn deleted_stay_deleted(
         }
     }
     anyhow::ensure!(
-        found == history,
-        "search found {} messages, history holds {}; deleted among them: {:?}",
+        found == texts,
+        "search found {} messages, history holds {} with a text; deleted among them: {:?}",
         found.len(),
-        history.len(),
+        texts.len(),
         found.intersection(deleted).collect::<Vec<_>>()
     );
     Ok(())
@@ -804,6 +1005,10 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
     anyhow::ensure!(
         t.sent > 50
             && t.edits > 20
+            && t.media_sent > 10
+            && t.photos_sent > 3
+            && t.media_edits > 8
+            && t.file_edits > 4
             && t.forwards > 5
             && t.deletes > 10
             && t.revokes > 3
@@ -840,7 +1045,7 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
-    let (mut messages, mut deletions) = (0, 0);
+    let (mut messages, mut deletions, mut files) = (0, 0, 0);
     for user in 0..2 {
         let server = server_view(&run.devices[user * DEVICES_PER_USER].client).await?;
         check_server(user, &server)?;
@@ -856,6 +1061,12 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
             anyhow::bail!("a loaded copy differs: {why}");
         }
         messages += server.histories.values().map(Vec::len).sum::<usize>();
+        files += server
+            .histories
+            .values()
+            .flatten()
+            .filter(|m| m.media.is_some())
+            .count();
         let deleted: BTreeSet<i64> = run
             .devices
             .iter()
@@ -888,7 +1099,9 @@ async fn every_device_converges_on_the_servers_state() -> anyhow::Result<()> {
         );
     }
     eprintln!(
-        "convergence: {messages} messages and {deletions} deleted in both accounts, every device equal"
+        "convergence: {messages} messages ({files} with a file) and {deletions} deleted in both accounts, every device equal"
     );
+    // The comparison met files: every device held them as the server does.
+    anyhow::ensure!(files > 5, "too few files left to compare: {files}");
     Ok(())
 }

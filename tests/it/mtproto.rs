@@ -3,7 +3,9 @@
 //! keys, sign up and call the API; an MTProto key is an auth key of the gateway's accounts,
 //! seen by the gRPC door's authorizations and ended by either door's logout. Files go up in
 //! parts, are sent as documents and photos and come down only to the readers of their message,
-//! within Telegram's download windows; contacts are listed with Telegram's hash.
+//! within Telegram's download windows; a missing part is named by its number, albums arrive
+//! grouped or not at all, and files are sent again by id; contacts are listed with Telegram's
+//! hash.
 
 use std::process::Command;
 
@@ -360,6 +362,17 @@ async fn stock_telethon_sends_and_downloads_files_and_lists_contacts() -> anyhow
             "MessageMediaPhoto",
             "MessageMediaDocument"
         ])
+    );
+    // The album: sent and received as one group, in order, each with its caption.
+    assert_eq!(
+        seen["album"],
+        serde_json::json!({
+            "sent": ["first", "second", "third"],
+            "captions": ["first", "second", "third"],
+            "grouped": true,
+            "sent_grouped": true,
+            "kinds": ["MessageMediaPhoto", "MessageMediaPhoto", "MessageMediaPhoto"],
+        })
     );
     Ok(())
 }
@@ -763,7 +776,7 @@ async fn mtproto_files_go_up_in_parts_and_down_only_to_their_readers() -> anyhow
         .await;
     assert_eq!(
         rpc_refusal(incomplete),
-        Some((400, "FILE_PART_MISSING".to_owned()))
+        Some((400, "FILE_PART_0_MISSING".to_owned()))
     );
 
     // Bob gets it pushed with its document, and downloads exactly the bytes.
@@ -902,4 +915,440 @@ fn document_owner(updates: &enums::Updates) -> Option<i64> {
         },
         _ => None,
     })
+}
+
+/// `messages.sendMultiMedia` of `items` (media, random_id, caption) to `peer`.
+fn album(
+    peer: &enums::InputPeer,
+    items: Vec<(enums::InputMedia, i64, &str)>,
+) -> functions::messages::SendMultiMedia {
+    functions::messages::SendMultiMedia {
+        silent: false,
+        background: false,
+        clear_draft: false,
+        noforwards: false,
+        update_stickersets_order: false,
+        invert_media: false,
+        allow_paid_floodskip: false,
+        peer: peer.clone(),
+        reply_to: None,
+        multi_media: items
+            .into_iter()
+            .map(|(media, random_id, caption)| {
+                enums::InputSingleMedia::Media(types::InputSingleMedia {
+                    media,
+                    random_id,
+                    message: caption.into(),
+                    entities: None,
+                })
+            })
+            .collect(),
+        schedule_date: None,
+        send_as: None,
+        quick_reply_shortcut: None,
+        effect: None,
+        allow_paid_stars: None,
+    }
+}
+
+/// An uploaded file as a plain document's media.
+fn uploaded_document(file: enums::InputFile, name: &str) -> enums::InputMedia {
+    let peer = enums::InputPeer::PeerSelf;
+    send_document(peer, file, "application/octet-stream", name, "", 0).media
+}
+
+/// An uploaded JPEG as a photo's media.
+fn uploaded_photo(file: enums::InputFile) -> enums::InputMedia {
+    enums::InputMedia::UploadedPhoto(types::InputMediaUploadedPhoto {
+        spoiler: false,
+        live_photo: false,
+        file,
+        stickers: None,
+        ttl_seconds: None,
+        video: None,
+    })
+}
+
+fn jpeg(w: u32, h: u32) -> anyhow::Result<Vec<u8>> {
+    let image = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 7 % 256) as u8, (y * 5 % 256) as u8, 90])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut out, image::ImageFormat::Jpeg)?;
+    Ok(out.into_inner())
+}
+
+/// The new messages an `Updates` carries, with the random_id each updateMessageID gave.
+fn new_messages(updates: &enums::Updates) -> (Vec<i64>, Vec<types::Message>) {
+    let enums::Updates::Updates(updates) = updates else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut random_ids = Vec::new();
+    let mut messages = Vec::new();
+    for u in &updates.updates {
+        match u {
+            enums::Update::MessageId(m) => random_ids.push(m.random_id),
+            enums::Update::NewMessage(types::UpdateNewMessage {
+                message: enums::Message::Message(m),
+                ..
+            }) => messages.push(m.clone()),
+            _ => {}
+        }
+    }
+    (random_ids, messages)
+}
+
+/// The messages `client` holds with `peer`, newest first.
+async fn history_with(client: &mut Client, peer: i64) -> anyhow::Result<Vec<types::Message>> {
+    let history = client
+        .invoke(&latest(enums::InputPeer::User(types::InputPeerUser {
+            user_id: peer,
+            access_hash: 0,
+        })))
+        .await?;
+    let enums::messages::Messages::Messages(history) = history else {
+        anyhow::bail!("{history:?}");
+    };
+    Ok(history
+        .messages
+        .into_iter()
+        .filter_map(|m| match m {
+            enums::Message::Message(m) => Some(m),
+            _ => None,
+        })
+        .collect())
+}
+
+/// A message's document as a file sent again by id, as clients re-send what they see.
+fn document_by_id(document: &types::Document) -> enums::InputMedia {
+    enums::InputMedia::Document(types::InputMediaDocument {
+        spoiler: false,
+        id: enums::InputDocument::Document(types::InputDocument {
+            id: document.id,
+            access_hash: document.access_hash,
+            file_reference: document.file_reference.clone(),
+        }),
+        video_cover: None,
+        video_timestamp: None,
+        ttl_seconds: None,
+        query: None,
+    })
+}
+
+fn document_in(m: &types::Message) -> Option<types::Document> {
+    match &m.media {
+        Some(enums::MessageMedia::Document(d)) => match &d.document {
+            Some(enums::Document::Document(d)) => Some(d.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let mut ann = connect(&key, port).await?;
+    let mut bob = connect(&key, port).await?;
+    let mut cat = connect(&key, port).await?;
+    let ann_user = sign_up(&mut ann, "15550701", "Ann").await?;
+    let bob_user = sign_up(&mut bob, "15550702", "Bob").await?;
+    sign_up(&mut cat, "15550703", "Cat").await?;
+    let to_bob = enums::InputPeer::User(types::InputPeerUser {
+        user_id: bob_user.id,
+        access_hash: 0,
+    });
+
+    // A missing part is named by its number; once it is saved, the same send goes through.
+    let bytes: Vec<u8> = (0..4 * 4096u32).map(|i| (i * 13 % 251) as u8).collect();
+    for (part, chunk) in bytes.chunks(4096).enumerate() {
+        if part != 2 {
+            let saved = ann
+                .invoke(&functions::upload::SaveFilePart {
+                    file_id: 80,
+                    file_part: part as i32,
+                    bytes: chunk.to_vec(),
+                })
+                .await?;
+            anyhow::ensure!(saved, "part {part}");
+        }
+    }
+    let four = enums::InputFile::File(types::InputFile {
+        id: 80,
+        parts: 4,
+        name: "four.bin".into(),
+        md5_checksum: String::new(),
+    });
+    let send = send_document(to_bob.clone(), four, "text/plain", "four.bin", "", 70);
+    assert_eq!(
+        rpc_refusal(ann.invoke(&send).await),
+        Some((400, "FILE_PART_2_MISSING".to_owned()))
+    );
+    ann.invoke(&functions::upload::SaveFilePart {
+        file_id: 80,
+        file_part: 2,
+        bytes: bytes[2 * 4096..3 * 4096].to_vec(),
+    })
+    .await?;
+    let sent = ann.invoke(&send).await?;
+    let sent_document = document_of(&sent).context("the resend has no document")?;
+    assert_eq!(sent_document.size, bytes.len() as i64);
+    // A big file's parts likewise (a refused completion keeps the parts saved); parts saved
+    // beyond the count make the count wrong.
+    let big_part = |file_part: i32| functions::upload::SaveBigFilePart {
+        file_id: 81,
+        file_part,
+        file_total_parts: 3,
+        bytes: vec![file_part as u8; 100],
+    };
+    let big = |parts| {
+        let file = enums::InputFile::Big(types::InputFileBig {
+            id: 81,
+            parts,
+            name: "big.bin".into(),
+        });
+        send_document(to_bob.clone(), file, "text/plain", "b", "", 71)
+    };
+    for part in [1, 2] {
+        ann.invoke(&big_part(part)).await?;
+    }
+    let refused = rpc_refusal(ann.invoke(&big(3)).await);
+    assert_eq!(refused, Some((400, "FILE_PART_0_MISSING".to_owned())));
+    ann.invoke(&big_part(0)).await?;
+    // parts -> the refusal
+    for (parts, name) in [(4, "FILE_PART_3_MISSING"), (2, "FILE_PARTS_INVALID")] {
+        let refused = rpc_refusal(ann.invoke(&big(parts)).await);
+        assert_eq!(refused, Some((400, name.to_owned())), "{parts} parts");
+    }
+
+    // An album of three reaches Bob as three messages of one group, captions each their own.
+    let mut items = Vec::new();
+    for (i, caption) in ["one", "two", "three"].into_iter().enumerate() {
+        let content = vec![i as u8 + 1; 5000 + i];
+        let file = upload(&mut ann, 90 + i as i64, &content, 4096, "a.bin").await?;
+        items.push((
+            uploaded_document(file, &format!("{caption}.bin")),
+            100 + i as i64,
+            caption,
+        ));
+    }
+    let sent = ann.invoke(&album(&to_bob, items)).await?;
+    let (random_ids, mine) = new_messages(&sent);
+    assert_eq!(random_ids, [100, 101, 102]);
+    let group = mine
+        .first()
+        .and_then(|m| m.grouped_id)
+        .context("no grouped_id")?;
+    assert!(mine.iter().all(|m| m.grouped_id == Some(group)), "{mine:?}");
+    let captions: Vec<&str> = mine.iter().map(|m| m.message.as_str()).collect();
+    assert_eq!(captions, ["one", "two", "three"]);
+    // The push and Bob's history show one group of three (the four-part file came first).
+    let mut pushed_groups = Vec::new();
+    for _ in 0..10 {
+        if pushed_groups.len() >= 3 {
+            break;
+        }
+        let (_, pushed) = new_messages(&next_updates(&mut bob).await?);
+        pushed_groups.extend(pushed.iter().filter_map(|m| m.grouped_id));
+    }
+    assert_eq!(pushed_groups.len(), 3, "{pushed_groups:?}");
+    assert!(pushed_groups.windows(2).all(|w| w[0] == w[1]));
+    let his = history_with(&mut bob, ann_user.id).await?;
+    let grouped: Vec<&str> = his
+        .iter()
+        .filter(|m| m.grouped_id.is_some())
+        .map(|m| m.message.as_str())
+        .collect();
+    assert_eq!(grouped, ["three", "two", "one"]);
+    let his_group = his.first().and_then(|m| m.grouped_id);
+    assert!(his.iter().take(3).all(|m| m.grouped_id == his_group));
+
+    // One bad item refuses the whole album: nothing more is sent.
+    let good = |id: i64| {
+        uploaded_document(
+            enums::InputFile::File(types::InputFile {
+                id: 80,
+                parts: 4,
+                name: format!("{id}"),
+                md5_checksum: String::new(),
+            }),
+            "again.bin",
+        )
+    };
+    let never_uploaded = uploaded_document(
+        enums::InputFile::File(types::InputFile {
+            id: 99,
+            parts: 1,
+            name: "none".into(),
+            md5_checksum: String::new(),
+        }),
+        "none.bin",
+    );
+    let geo = enums::InputMedia::GeoPoint(types::InputMediaGeoPoint {
+        geo_point: enums::InputGeoPoint::Empty,
+    });
+    let long = "x".repeat(1025);
+    // Refused at the door, and (the last two) by the send itself after the first item.
+    let bad_albums = [
+        (
+            vec![
+                (good(1), 200, ""),
+                (never_uploaded, 201, ""),
+                (good(2), 202, ""),
+            ],
+            "FILE_PART_0_MISSING",
+        ),
+        (vec![(good(1), 210, ""), (geo, 211, "")], "MEDIA_INVALID"),
+        (
+            (0..11).map(|i| (good(1), 220 + i, "")).collect(),
+            "MULTI_MEDIA_TOO_LONG",
+        ),
+        (vec![], "MEDIA_EMPTY"),
+        (
+            vec![(good(1), 230, ""), (good(2), 230, "")],
+            "RANDOM_ID_DUPLICATE",
+        ),
+        (
+            vec![(good(1), 240, ""), (good(2), 241, long.as_str())],
+            "MEDIA_CAPTION_TOO_LONG",
+        ),
+    ];
+    for (items, name) in bad_albums {
+        let n = items.len();
+        let refused = rpc_refusal(ann.invoke(&album(&to_bob, items)).await);
+        assert_eq!(refused, Some((400, name.to_owned())), "{n} items");
+    }
+    let count = history_with(&mut bob, ann_user.id).await?.len();
+    assert_eq!(count, his.len(), "a refused album sent something");
+
+    // Uploaded as media first (as clients upload an album), then sent by id: a photo with its
+    // sizes and a document with its name.
+    let photo_file = upload(&mut ann, 110, &jpeg(400, 300)?, 64 * 1024, "p.jpg").await?;
+    let photo = ann
+        .invoke(&functions::messages::UploadMedia {
+            business_connection_id: None,
+            peer: to_bob.clone(),
+            media: uploaded_photo(photo_file),
+        })
+        .await?;
+    let enums::MessageMedia::Photo(types::MessageMediaPhoto {
+        photo: Some(enums::Photo::Photo(photo)),
+        ..
+    }) = photo
+    else {
+        anyhow::bail!("uploadMedia answered {photo:?}");
+    };
+    let doc_file = upload(&mut ann, 111, b"notes\n", 4096, "notes.txt").await?;
+    let doc = ann
+        .invoke(&functions::messages::UploadMedia {
+            business_connection_id: None,
+            peer: to_bob.clone(),
+            media: uploaded_document(doc_file, "notes.txt"),
+        })
+        .await?;
+    let enums::MessageMedia::Document(types::MessageMediaDocument {
+        document: Some(enums::Document::Document(doc)),
+        ..
+    }) = doc
+    else {
+        anyhow::bail!("uploadMedia answered {doc:?}");
+    };
+    let by_id_photo = enums::InputMedia::Photo(types::InputMediaPhoto {
+        spoiler: false,
+        live_photo: false,
+        id: enums::InputPhoto::Photo(types::InputPhoto {
+            id: photo.id,
+            access_hash: photo.access_hash,
+            file_reference: photo.file_reference.clone(),
+        }),
+        ttl_seconds: None,
+        video: None,
+    });
+    let sent = ann
+        .invoke(&album(
+            &to_bob,
+            vec![
+                (by_id_photo, 300, "a photo"),
+                (document_by_id(&doc), 301, ""),
+            ],
+        ))
+        .await?;
+    let (_, mine) = new_messages(&sent);
+    assert!(
+        matches!(&mine[0].media, Some(enums::MessageMedia::Photo(types::MessageMediaPhoto {
+            photo: Some(enums::Photo::Photo(p)), ..
+        })) if !p.sizes.is_empty()),
+        "{:?}",
+        mine[0].media
+    );
+    let notes = document_in(&mine[1]).context("no document")?;
+    assert!(notes.attributes.iter().any(|a| matches!(a,
+        enums::DocumentAttribute::Filename(f) if f.file_name == "notes.txt")));
+    // Media from uploadMedia is sent, not downloaded: its reference names no message.
+    let refused = rpc_refusal(get_file(&mut ann, &document_location(&doc), 0, 4096).await);
+    assert_eq!(refused, Some((400, "LOCATION_INVALID".to_owned())));
+    // A reference cut short names nothing; the id must be the reference's own file.
+    let mut cut = doc.clone();
+    cut.file_reference.truncate(1);
+    let mut other_id = doc.clone();
+    other_id.id += 1;
+    for forged in [cut, other_id] {
+        let send = send_by_id(&to_bob, document_by_id(&forged), 302);
+        let refused = rpc_refusal(ann.invoke(&send).await);
+        assert_eq!(refused, Some((400, "MEDIA_INVALID".to_owned())));
+    }
+    // Another user presenting Ann's upload sends nothing: the file is not hers.
+    let refused = rpc_refusal(
+        cat.invoke(&send_by_id(&to_bob, document_by_id(&doc), 303))
+            .await,
+    );
+    assert_eq!(refused, Some((400, "FILE_ID_INVALID".to_owned())));
+
+    // Bob sends Ann's file back by id, from the message he holds: Ann gets the same bytes.
+    let his = history_with(&mut bob, ann_user.id).await?;
+    let received = his
+        .iter()
+        .find_map(|m| document_in(m).filter(|d| d.size == bytes.len() as i64))
+        .context("Bob has not the four-part file")?;
+    let to_ann = enums::InputPeer::User(types::InputPeerUser {
+        user_id: ann_user.id,
+        access_hash: 0,
+    });
+    let back = bob
+        .invoke(&send_by_id(&to_ann, document_by_id(&received), 400))
+        .await?;
+    let resent = document_of(&back).context("the resend has no document")?;
+    assert_eq!(
+        (resent.size, resent.mime_type.as_str()),
+        (bytes.len() as i64, "text/plain")
+    );
+    assert_eq!(
+        download(&mut bob, &document_location(&resent), 4096).await?,
+        bytes
+    );
+    // Cat holds no such message: Bob's reference sends nothing of hers.
+    let refused = rpc_refusal(
+        cat.invoke(&send_by_id(&to_ann, document_by_id(&received), 401))
+            .await,
+    );
+    assert_eq!(refused, Some((400, "MEDIA_INVALID".to_owned())));
+    Ok(())
+}
+
+/// `messages.sendMedia` of a file by id.
+fn send_by_id(
+    peer: &enums::InputPeer,
+    media: enums::InputMedia,
+    random_id: i64,
+) -> functions::messages::SendMedia {
+    let file = enums::InputFile::File(types::InputFile {
+        id: 0,
+        parts: 1,
+        name: String::new(),
+        md5_checksum: String::new(),
+    });
+    functions::messages::SendMedia {
+        media,
+        ..send_document(peer.clone(), file, "", "", "", random_id)
+    }
 }

@@ -2,6 +2,9 @@
 contact (contacts.getContacts lists him, and a second call with Telegram's own hash of the
 list is not modified), then sends him a 1.5 MiB document in parts, a JPEG photo and a voice note with
 send_file; Bob receives each through his event handler and downloads it with download_media.
+Then an album: send_file of a list of three photos, each with its caption (Telethon uploads each
+with messages.uploadMedia and sends them by id with messages.sendMultiMedia); Bob gets three
+messages of one group.
 
 Usage: python media.py PUBLIC_KEY_PEM PORT PHONE_A PHONE_B CODE JPEG_PATH
 Prints one JSON line with what it saw; exits non-zero on any error."""
@@ -110,6 +113,20 @@ async def main(pem_path, port, phone_a, phone_b, code, jpeg_path):
 
     # History shows each file as its kind of media.
     history = await bob.get_messages(await message.get_input_sender(), limit=3)
+
+    # An album of three photos, a caption each.
+    sent_album = await alice.send_file(bob_for_alice, [jpeg_path] * 3,
+                                       caption=["first", "second", "third"])
+    await wait_for(lambda: len(got) >= 6, "the album")
+    album = got[3:6]
+    group = album[0].grouped_id
+    seen["album"] = {
+        "sent": [m.raw_text for m in sent_album],
+        "captions": [m.raw_text for m in album],
+        "grouped": group is not None and all(m.grouped_id == group for m in album),
+        "sent_grouped": all(m.grouped_id == group for m in sent_album),
+        "kinds": [type(m.media).__name__ for m in album],
+    }
     seen["history"] = [type(m.media).__name__ for m in history]
 
     seen["ids"] = [message.sender_id, me_b.id]

@@ -9,6 +9,10 @@ use tonic::{Code, Status, metadata::MetadataValue};
 /// The metadata entry that carries the stable error code.
 pub const ERROR_CODE_HEADER: &str = "x-oxigram-error";
 
+/// The metadata entry of a `FILE_PART_MISSING` that names the first part of the upload not
+/// saved: a client uploads that part again instead of the whole file.
+pub const MISSING_PART_HEADER: &str = "x-oxigram-missing-part";
+
 /// Stable error codes. Their strings never change once released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
@@ -436,6 +440,37 @@ pub fn status(code: ErrorCode, detail: &str) -> Status {
     Error::new(code, detail).into()
 }
 
+/// `FILE_PART_MISSING`: an upload completed without all of its parts. `first_missing` is the
+/// first part of `0..parts` not saved, carried in [`MISSING_PART_HEADER`] and the detail;
+/// `None` when every one of them was saved but more were too (the count is what is wrong).
+pub fn file_part_missing(first_missing: Option<i32>) -> Status {
+    let Some(part) = first_missing else {
+        return status(
+            ErrorCode::FilePartMissing,
+            "more parts were saved than the upload has",
+        );
+    };
+    let mut missing = status(
+        ErrorCode::FilePartMissing,
+        &format!("part {part} was not saved"),
+    );
+    missing
+        .metadata_mut()
+        .insert(MISSING_PART_HEADER, MetadataValue::from(part));
+    missing
+}
+
+/// The first missing part a [`file_part_missing`] status names, if it names one.
+pub fn missing_part(status: &Status) -> Option<i32> {
+    status
+        .metadata()
+        .get(MISSING_PART_HEADER)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// The one rule for a client's text, whatever the field: it must not hold U+0000 (NUL).
 /// Postgres cannot store or compare NUL in text, so a text with it would fail as `INTERNAL`
 /// wherever it reached a query; it is refused first, as `INPUT_TEXT_INVALID` naming `field`.
@@ -464,6 +499,19 @@ pub fn page_limit(requested: i32, default: i32, max: i32) -> Result<i32, Status>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_part_travels_with_its_number() {
+        let cases = [(Some(0), Some(0)), (Some(7), Some(7)), (None, None)];
+        for (first, read) in cases {
+            let missing = file_part_missing(first);
+            assert_eq!(code_of(&missing).as_deref(), Some("FILE_PART_MISSING"));
+            assert_eq!(missing_part(&missing), read, "{first:?}");
+            assert_eq!(missing_part(&forward(missing)), read, "forwarded");
+        }
+        let other = status(ErrorCode::FilePartMissing, "no header");
+        assert_eq!(missing_part(&other), None);
+    }
 
     #[test]
     fn status_carries_the_stable_code() {

@@ -32,6 +32,14 @@ pub fn rpc_error(status: &Status) -> RpcError {
     if let Some((_, number, telegram)) = TELEGRAM_ERRORS.iter().find(|(ox, _, _)| *ox == name) {
         return RpcError::new(*number, *telegram);
     }
+    // Telegram's clients read the part from the name and upload it again; an upload with
+    // every part of its count saved and more besides has a wrong count instead.
+    if name == "FILE_PART_MISSING" {
+        return match oxigram_errors::missing_part(status) {
+            Some(part) => RpcError::new(400, format!("FILE_PART_{part}_MISSING")),
+            None => RpcError::new(400, "FILE_PARTS_INVALID"),
+        };
+    }
     if name.starts_with("FLOOD_WAIT_") {
         return RpcError::new(420, name);
     }
@@ -257,7 +265,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
         replies: None,
         edit_date: (message.edit_date != 0).then(|| int(message.edit_date)),
         post_author: None,
-        grouped_id: None,
+        grouped_id: (message.grouped_id != 0).then_some(message.grouped_id),
         reactions: None,
         restriction_reason: None,
         ttl_period: None,
@@ -484,7 +492,22 @@ mod tests {
 
     #[test]
     fn oxigram_errors_take_telegram_numbers_and_names() {
-        let cases: [(Status, i32, &str); 11] = [
+        let cases: [(Status, i32, &str); 14] = [
+            (
+                oxigram_errors::file_part_missing(Some(3)),
+                400,
+                "FILE_PART_3_MISSING",
+            ),
+            (
+                oxigram_errors::file_part_missing(Some(0)),
+                400,
+                "FILE_PART_0_MISSING",
+            ),
+            (
+                oxigram_errors::file_part_missing(None),
+                400,
+                "FILE_PARTS_INVALID",
+            ),
             (
                 Error::new(ErrorCode::PeerIdInvalid, "x").into(),
                 400,

@@ -1,7 +1,9 @@
 //! Files on the MTProto door: uploads (`upload.saveFilePart`, `upload.saveBigFilePart`), media
-//! messages (`messages.sendMedia`), downloads (`upload.getFile`), and a message's file as
-//! Telegram's photo or document. Each call is answered by the gRPC door's own handlers
-//! (`MediaApi`, `MessagesApi`).
+//! messages (`messages.sendMedia`, albums by `messages.sendMultiMedia`), an upload made media
+//! without a message (`messages.uploadMedia`), files sent again by id (`inputMediaPhoto`,
+//! `inputMediaDocument`), downloads (`upload.getFile`), and a message's file as Telegram's
+//! photo or document. Each call is answered by the gRPC door's own handlers (`MediaApi`,
+//! `MessagesApi`).
 //!
 //! Telegram's file locations name a file by `id`, `access_hash` and `file_reference` only,
 //! while oxigram grants a download through the message the reader holds (`GetMessageFile`:
@@ -9,7 +11,13 @@
 //! the peer and the box id ahead of oxigram's reference (see [`Location`]); svc-messages still
 //! decides: oxigram's reference is a MAC over the reader, the box id and the content, and the
 //! box must hold the message in that dialog, so a reference changed or presented by anyone else
-//! opens nothing.
+//! opens nothing. Sent again by id, such a file becomes the sender's own by instant upload
+//! (`Media.UploadByHash`, granted only for content she may see). The media `uploadMedia` answers
+//! has no message yet: its reference carries the `InputMedia` the upload became (see
+//! [`Reference`]), which svc-media resolves like any other when it is sent (the file must be
+//! the sender's own upload); it can be sent, not downloaded.
+
+use prost::Message as _;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +30,11 @@ use oxigram_tl::{Identifiable, Serializable, enums, functions, types};
 use super::api::{read, request, signed_in};
 use super::convert::{self, int};
 use super::messages::{formatting, reply_to_msg_id, sent_updates};
-use crate::{Gateway, media_api::MediaApi, messages_api::MessagesApi};
+use crate::{
+    Gateway,
+    media_api::MediaApi,
+    messages_api::{MessagesApi, album_size},
+};
 
 /// Telegram's data centre number of this door (the only one).
 const DC_ID: i32 = 1;
@@ -39,24 +51,29 @@ fn status(status: tonic::Status) -> RpcError {
     convert::rpc_error(&status)
 }
 
+/// A file named by id that names nothing the caller may send.
+fn media_invalid() -> RpcError {
+    RpcError::new(400, "MEDIA_INVALID")
+}
+
 /// The uploads this process completed, by (user, the client's file id, parts): Telegram lets a
 /// client send an uploaded file again (a retried `messages.sendMedia`, which must find its
 /// first answer by random_id), while svc-media uses the parts up on completion. A file
 /// completed on another instance is not here; the client then uploads it again.
 #[derive(Default)]
-pub struct Uploads(Mutex<HashMap<(i64, i64, i32), i64>>);
+pub struct Uploads(Mutex<HashMap<(i64, i64, i32), ox::File>>);
 
 impl Uploads {
-    fn get(&self, key: (i64, i64, i32)) -> Option<i64> {
-        self.0.lock().ok()?.get(&key).copied()
+    fn get(&self, key: (i64, i64, i32)) -> Option<ox::File> {
+        self.0.lock().ok()?.get(&key).cloned()
     }
 
-    fn put(&self, key: (i64, i64, i32), file_id: i64) {
+    fn put(&self, key: (i64, i64, i32), file: ox::File) {
         if let Ok(mut uploads) = self.0.lock() {
             if uploads.len() >= MAX_REMEMBERED_UPLOADS {
                 uploads.clear();
             }
-            uploads.insert(key, file_id);
+            uploads.insert(key, file);
         }
     }
 }
@@ -78,6 +95,12 @@ pub async fn answer(
         }
         functions::messages::SendMedia::CONSTRUCTOR_ID => {
             send_media(gateway, uploads, header, query).await
+        }
+        functions::messages::SendMultiMedia::CONSTRUCTOR_ID => {
+            send_multi_media(gateway, uploads, header, query).await
+        }
+        functions::messages::UploadMedia::CONSTRUCTOR_ID => {
+            upload_media(gateway, uploads, header, query).await
         }
         functions::upload::GetFile::CONSTRUCTOR_ID => get_file(gateway, header, query).await,
         _ => return None,
@@ -143,15 +166,15 @@ async fn complete(
     header: &str,
     me: i64,
     file: &enums::InputFile,
-) -> Result<i64, RpcError> {
+) -> Result<ox::File, RpcError> {
     let (id, parts, name) = match file {
         enums::InputFile::File(f) => (f.id, f.parts, f.name.clone()),
         enums::InputFile::Big(f) => (f.id, f.parts, f.name.clone()),
         _ => return Err(RpcError::new(400, "MEDIA_INVALID")),
     };
     let key = (me, id, parts);
-    if let Some(file_id) = uploads.get(key) {
-        return Ok(file_id);
+    if let Some(file) = uploads.get(key) {
+        return Ok(file);
     }
     let done = MediaApi(gateway.clone())
         .complete_upload(request(
@@ -165,8 +188,8 @@ async fn complete(
         .await
         .map_err(status)?
         .into_inner();
-    uploads.put(key, done.id);
-    Ok(done.id)
+    uploads.put(key, done.clone());
+    Ok(done)
 }
 
 /// A document's attributes as oxigram's media fields (the kind and file already set).
@@ -208,6 +231,17 @@ pub(super) async fn input_media(
     me: i64,
     media: &enums::InputMedia,
 ) -> Result<ox::InputMedia, RpcError> {
+    Ok(resolve_input(gateway, uploads, header, me, media).await?.0)
+}
+
+/// [`input_media`], with the file an upload completed into (none for a file by id).
+async fn resolve_input(
+    gateway: &Arc<Gateway>,
+    uploads: &Uploads,
+    header: &str,
+    me: i64,
+    media: &enums::InputMedia,
+) -> Result<(ox::InputMedia, Option<ox::File>), RpcError> {
     match media {
         enums::InputMedia::UploadedPhoto(photo) => {
             // A self-destructing photo would outlive its timer here: refused, not ignored.
@@ -217,11 +251,13 @@ pub(super) async fn input_media(
             if photo.live_photo || photo.video.is_some() {
                 return Err(RpcError::new(400, "MEDIA_INVALID"));
             }
-            Ok(ox::InputMedia {
+            let file = complete(gateway, uploads, header, me, &photo.file).await?;
+            let media = ox::InputMedia {
                 kind: Kind::Photo as i32,
-                file_id: complete(gateway, uploads, header, me, &photo.file).await?,
+                file_id: file.id,
                 ..Default::default()
-            })
+            };
+            Ok((media, Some(file)))
         }
         enums::InputMedia::UploadedDocument(document) => {
             if document.ttl_seconds.is_some() {
@@ -238,16 +274,123 @@ pub(super) async fn input_media(
                 media.kind = Kind::Document as i32;
                 media.waveform.clear();
             }
-            media.file_id = complete(gateway, uploads, header, me, &document.file).await?;
+            let file = complete(gateway, uploads, header, me, &document.file).await?;
+            media.file_id = file.id;
             if let Some(thumb) = &document.thumb {
-                media.thumb_file_id = complete(gateway, uploads, header, me, thumb).await?;
+                media.thumb_file_id = complete(gateway, uploads, header, me, thumb).await?.id;
             }
-            Ok(media)
+            Ok((media, Some(file)))
+        }
+        enums::InputMedia::Photo(photo) => {
+            if photo.ttl_seconds.is_some() {
+                return Err(RpcError::new(400, "TTL_MEDIA_INVALID"));
+            }
+            if photo.live_photo || photo.video.is_some() {
+                return Err(media_invalid());
+            }
+            let enums::InputPhoto::Photo(id) = &photo.id else {
+                return Err(RpcError::new(400, "MEDIA_EMPTY"));
+            };
+            let media = by_id(gateway, header, id.id, &id.file_reference, true).await?;
+            Ok((media, None))
+        }
+        enums::InputMedia::Document(document) => {
+            if document.ttl_seconds.is_some() {
+                return Err(RpcError::new(400, "TTL_MEDIA_INVALID"));
+            }
+            // A video's cover is a photo of its own, which oxigram's media do not carry.
+            if document.video_cover.is_some() {
+                return Err(media_invalid());
+            }
+            let enums::InputDocument::Document(id) = &document.id else {
+                return Err(RpcError::new(400, "MEDIA_EMPTY"));
+            };
+            let media = by_id(gateway, header, id.id, &id.file_reference, false).await?;
+            Ok((media, None))
         }
         enums::InputMedia::Empty => Err(RpcError::new(400, "MEDIA_EMPTY")),
-        // Files by id, geo points, contacts, polls, …: oxigram has no such media.
-        _ => Err(RpcError::new(400, "MEDIA_INVALID")),
+        // Geo points, contacts, polls, files by URL, …: oxigram has no such media.
+        _ => Err(media_invalid()),
     }
+}
+
+/// A photo (`photo`) or document the caller names by the id and reference the door gave her, as
+/// a file of hers to send: the media an upload became (`messages.uploadMedia`), or the file of
+/// a message in her box, made her own by instant upload (svc-media grants it only for content
+/// she may see). A reference or id that names neither is `MEDIA_INVALID`.
+async fn by_id(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    id: i64,
+    reference: &[u8],
+    photo: bool,
+) -> Result<ox::InputMedia, RpcError> {
+    let is_photo = |kind: i32| kind == Kind::Photo as i32;
+    let location = match Reference::decode(reference).ok_or_else(media_invalid)? {
+        Reference::Upload(media) if media.file_id == id && is_photo(media.kind) == photo => {
+            return Ok(media);
+        }
+        Reference::Upload(_) => return Err(media_invalid()),
+        Reference::Message(location) => location,
+    };
+    let found = MessagesApi(gateway.clone())
+        .get_messages(request(
+            header,
+            ox::GetMessagesRequest {
+                ids: vec![location.msg_id],
+            },
+        )?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    let media = found
+        .messages
+        .into_iter()
+        .find(|m| m.id == location.msg_id && dialog_peer(m) == location.peer)
+        .and_then(|m| m.media)
+        .map(|m| *m)
+        .filter(|m| m.file_id == id && is_photo(m.kind) == photo)
+        .ok_or_else(media_invalid)?;
+    let file = MediaApi(gateway.clone())
+        .upload_by_hash(request(
+            header,
+            ox::UploadByHashRequest {
+                sha256: media.sha256.clone(),
+                size: media.size,
+                name: media.file_name.clone(),
+            },
+        )?)
+        .await
+        .map_err(
+            |refused| match oxigram_errors::code_of(&refused).as_deref() {
+                Some("FILE_HASH_UNKNOWN") => media_invalid(),
+                _ => status(refused),
+            },
+        )?
+        .into_inner();
+    if photo {
+        // A photo's sizes are made again from the file.
+        return Ok(ox::InputMedia {
+            kind: media.kind,
+            file_id: file.id,
+            ..Default::default()
+        });
+    }
+    // The same document: its type and attributes as the message carried them (a client
+    // thumbnail is not carried over: it was a file of the first sender's).
+    Ok(ox::InputMedia {
+        kind: media.kind,
+        file_id: file.id,
+        mime_type: media.mime_type,
+        file_name: media.file_name,
+        duration: media.duration,
+        w: media.w,
+        h: media.h,
+        waveform: media.waveform,
+        thumb_file_id: 0,
+        title: media.title,
+        performer: media.performer,
+    })
 }
 
 async fn send_media(
@@ -261,27 +404,109 @@ async fn send_media(
     let peer = convert::input_peer(&send.peer)?;
     let entities = formatting(gateway, header, send.entities.as_deref()).await?;
     let media = input_media(gateway, uploads, header, me, &send.media).await?;
+    let item = ox::InputSingleMedia {
+        media: Some(media),
+        random_id: send.random_id,
+        caption: send.message,
+        entities,
+    };
+    let request = ox::SendMediaRequest {
+        peer: Some(peer),
+        multi_media: vec![item],
+        reply_to_msg_id: reply_to_msg_id(send.reply_to.as_ref()),
+        silent: send.silent,
+        noforwards: send.noforwards,
+    };
+    send_items(gateway, header, me, request).await
+}
+
+/// An album: every item with its own file, random_id and caption, sent in one call (one
+/// `grouped_id`, all or nothing) by `Messages.SendMedia`.
+async fn send_multi_media(
+    gateway: &Arc<Gateway>,
+    uploads: &Uploads,
+    header: &str,
+    query: &[u8],
+) -> Result<Vec<u8>, RpcError> {
+    let send: functions::messages::SendMultiMedia = read(query)?;
+    let me = signed_in(gateway, header).await?;
+    let peer = convert::input_peer(&send.peer)?;
+    // The count first: no upload is completed for an album refused anyway.
+    album_size(send.multi_media.len()).map_err(status)?;
+    let mut items = Vec::with_capacity(send.multi_media.len());
+    for enums::InputSingleMedia::Media(item) in &send.multi_media {
+        let entities = formatting(gateway, header, item.entities.as_deref()).await?;
+        items.push(ox::InputSingleMedia {
+            media: Some(input_media(gateway, uploads, header, me, &item.media).await?),
+            random_id: item.random_id,
+            caption: item.message.clone(),
+            entities,
+        });
+    }
+    let request = ox::SendMediaRequest {
+        peer: Some(peer),
+        multi_media: items,
+        reply_to_msg_id: reply_to_msg_id(send.reply_to.as_ref()),
+        silent: send.silent,
+        noforwards: send.noforwards,
+    };
+    send_items(gateway, header, me, request).await
+}
+
+/// Sends media messages through `Messages.SendMedia` and answers as Telegram answers a media
+/// send: per item, in order, the id for its random_id, then the new message.
+async fn send_items(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    me: i64,
+    send: ox::SendMediaRequest,
+) -> Result<Vec<u8>, RpcError> {
     let sent = MessagesApi(gateway.clone())
-        .send_media(request(
-            header,
-            ox::SendMediaRequest {
-                peer: Some(peer),
-                multi_media: vec![ox::InputSingleMedia {
-                    media: Some(media),
-                    random_id: send.random_id,
-                    caption: send.message,
-                    entities,
-                }],
-                reply_to_msg_id: reply_to_msg_id(send.reply_to.as_ref()),
-                silent: send.silent,
-                noforwards: send.noforwards,
-            },
-        )?)
+        .send_media(request(header, send)?)
         .await
         .map_err(status)?
         .into_inner();
-    // As Telegram answers a media send: the id for the random_id, then the new message.
     sent_updates(gateway, me, sent.sent).await
+}
+
+/// An uploaded photo or document as media to send later by id (clients upload an album's
+/// items this way first). Nothing is sent and no message holds it yet, so it has no sizes
+/// and no download: its reference carries the `InputMedia` it became, and svc-media checks
+/// the file is the sender's own when it is sent. A file by id is media already: refused.
+async fn upload_media(
+    gateway: &Arc<Gateway>,
+    uploads: &Uploads,
+    header: &str,
+    query: &[u8],
+) -> Result<Vec<u8>, RpcError> {
+    let upload: functions::messages::UploadMedia = read(query)?;
+    let me = signed_in(gateway, header).await?;
+    // The file is the uploader's whoever it goes to; the peer is checked when it is sent.
+    convert::input_peer(&upload.peer)?;
+    let (media, file) = resolve_input(gateway, uploads, header, me, &upload.media).await?;
+    let file = file.ok_or_else(media_invalid)?;
+    let snapshot = ox::MessageMedia {
+        kind: media.kind,
+        file_id: file.id,
+        size: file.size,
+        sha256: file.sha256.clone(),
+        mime_type: media.mime_type.clone(),
+        file_name: match media.file_name.is_empty() {
+            true => file.name.clone(),
+            false => media.file_name.clone(),
+        },
+        duration: media.duration,
+        w: media.w,
+        h: media.h,
+        waveform: media.waveform.clone(),
+        title: media.title.clone(),
+        performer: media.performer.clone(),
+        ..Default::default()
+    };
+    let reference = Reference::Upload(media).encode();
+    let now = int(crate::transient::now_ms() / 1000);
+    let answer = media_to_tl(&snapshot, now, &|_| reference.clone()).ok_or_else(media_invalid)?;
+    Ok(answer.to_bytes())
 }
 
 /// Telegram's download rules (stricter than oxigram's: the limit must also divide 1 MiB).
@@ -446,6 +671,42 @@ impl Location {
     }
 }
 
+/// The first byte of a door reference to media `messages.uploadMedia` made.
+const UPLOAD_LAYOUT: u8 = 2;
+
+/// What a door `file_reference` names: a message's file (a [`Location`]), or an upload made
+/// media and not sent yet (the `InputMedia` it became, as protobuf). Neither grants anything by
+/// itself: svc-messages checks the first, svc-media the file of the second.
+#[derive(Debug, PartialEq)]
+enum Reference {
+    Message(Location),
+    Upload(ox::InputMedia),
+}
+
+impl Reference {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            Reference::Message(location) => location.encode(),
+            Reference::Upload(media) => {
+                let mut out = vec![UPLOAD_LAYOUT];
+                out.extend_from_slice(&media.encode_to_vec());
+                out
+            }
+        }
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Reference> {
+        match bytes.split_first()? {
+            (&LOCATION_LAYOUT, _) => Location::decode(bytes).map(Reference::Message),
+            (&UPLOAD_LAYOUT, media) => {
+                let media = ox::InputMedia::decode(media).ok()?;
+                (media.file_id > 0).then_some(Reference::Upload(media))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The other party of a message's private chat (the owner herself for Saved Messages).
 fn dialog_peer(message: &ox::Message) -> i64 {
     match message.peer_id.as_ref().and_then(|p| p.kind.as_ref()) {
@@ -472,7 +733,6 @@ fn photo_size(size: &ox::PhotoSize) -> enums::PhotoSize {
 /// A message's file as Telegram's media, `None` for a message without one.
 pub fn to_tl(message: &ox::Message) -> Option<enums::MessageMedia> {
     let media = message.media.as_deref()?;
-    let kind = Kind::try_from(media.kind).ok()?;
     let file_reference = |storage: Storage| {
         Location {
             storage,
@@ -482,7 +742,17 @@ pub fn to_tl(message: &ox::Message) -> Option<enums::MessageMedia> {
         }
         .encode()
     };
-    let date = int(message.date);
+    media_to_tl(media, int(message.date), &file_reference)
+}
+
+/// A file as Telegram's photo or document dated `date`, each location's reference made by
+/// `file_reference` from the file type it downloads as.
+fn media_to_tl(
+    media: &ox::MessageMedia,
+    date: i32,
+    file_reference: &dyn Fn(Storage) -> Vec<u8>,
+) -> Option<enums::MessageMedia> {
+    let kind = Kind::try_from(media.kind).ok()?;
     if kind == Kind::Photo {
         let mut sizes = Vec::with_capacity(media.sizes.len() + 1);
         if !media.stripped_thumb.is_empty() {
@@ -617,6 +887,51 @@ mod tests {
         ];
         for bytes in cases {
             assert_eq!(Location::decode(bytes), None, "{bytes:?}");
+        }
+    }
+
+    #[test]
+    fn an_upload_reference_carries_its_media_and_no_location_reads_as_one() {
+        let media = ox::InputMedia {
+            kind: Kind::Document as i32,
+            file_id: 31,
+            mime_type: "text/plain".into(),
+            file_name: "a.txt".into(),
+            ..Default::default()
+        };
+        let upload = Reference::Upload(media).encode();
+        assert_eq!(
+            Reference::decode(&upload),
+            Some(Reference::Upload(ox::InputMedia {
+                kind: Kind::Document as i32,
+                file_id: 31,
+                mime_type: "text/plain".into(),
+                file_name: "a.txt".into(),
+                ..Default::default()
+            }))
+        );
+        // A download takes message locations only.
+        assert_eq!(Location::decode(&upload), None);
+        let location = Location {
+            storage: Storage::Jpeg,
+            peer: 4,
+            msg_id: 9,
+            reference: vec![3; 24],
+        };
+        let message = location.encode();
+        assert_eq!(
+            Reference::decode(&message),
+            Some(Reference::Message(location))
+        );
+        let cases: [&[u8]; 4] = [
+            &[],
+            &[UPLOAD_LAYOUT],
+            // Not protobuf.
+            &[UPLOAD_LAYOUT, 0xff, 0xff],
+            &[3, 1, 2],
+        ];
+        for bytes in cases {
+            assert_eq!(Reference::decode(bytes), None, "{bytes:?}");
         }
     }
 
