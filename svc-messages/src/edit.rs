@@ -16,6 +16,7 @@ use crate::{
     entities,
     outbound::{TO_UPDATES, edit_event_id},
     rows::{self, MessageRow},
+    service::MAX_CAPTION_CODE_POINTS,
     store::messages_of,
 };
 
@@ -47,6 +48,10 @@ pub enum EditOutcome {
     IdInvalid,
     /// The editor did not write the message.
     AuthorRequired,
+    /// The message has no file, and the new text is empty or only whitespace.
+    TextEmpty,
+    /// The message keeps its file, and the new text is too long for a caption.
+    CaptionTooLong,
     /// The text and entities are the message's already.
     NotModified,
     /// The peer blocked the editor: her box is not to change.
@@ -93,6 +98,13 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
         Some(new) => rows::encode_media(Some(new)),
         None => locked.media.clone(),
     };
+    // A message with a file has a caption, which may be empty; one without needs its text.
+    if media.is_empty() && r.text.trim().is_empty() {
+        return Ok(EditOutcome::TextEmpty);
+    }
+    if !media.is_empty() && r.text.chars().count() > MAX_CAPTION_CODE_POINTS {
+        return Ok(EditOutcome::CaptionTooLong);
+    }
     if locked.text == r.text && locked.entities == entities && locked.media == media {
         return Ok(EditOutcome::NotModified);
     }

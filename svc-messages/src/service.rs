@@ -221,12 +221,26 @@ fn validate_edit(owner_id: i64, r: &mut types::EditMessageRequest) -> Result<i64
     if r.id <= 0 {
         return Err(status(ErrorCode::MessageIdInvalid, "id must be positive"));
     }
+    // Whether the edited message keeps a file (so the text is a caption, which may be empty)
+    // is known once it is locked (`edit::edit`); a new file makes it a caption now.
     match r.media.is_some() {
         true => check_caption(&r.text)?,
-        false => check_message_text(&r.text)?,
+        false => check_edit_text(&r.text)?,
     }
     r.entities = entities::checked(&r.text, std::mem::take(&mut r.entities))?;
     Ok(peer_id)
+}
+
+/// An edit's text before the message is known: what holds for a text and a caption alike.
+fn check_edit_text(text: &str) -> Result<(), Status> {
+    check_text("text", text)?;
+    if text.chars().count() > MAX_TEXT_CODE_POINTS {
+        return Err(status(
+            ErrorCode::MessageTooLong,
+            "the text is longer than 4096 characters",
+        ));
+    }
+    Ok(())
 }
 
 /// The ids a DeleteMessages names: at most 1000; those not above 0 are dropped.
@@ -571,6 +585,15 @@ impl Messages for MessagesService {
                     "only the author may edit a message",
                 ));
             }
+            EditOutcome::TextEmpty => {
+                return Err(status(ErrorCode::MessageEmpty, "the message has no text"));
+            }
+            EditOutcome::CaptionTooLong => {
+                return Err(status(
+                    ErrorCode::MediaCaptionTooLong,
+                    "a caption is at most 1024 characters",
+                ));
+            }
             EditOutcome::NotModified => {
                 return Err(status(
                     ErrorCode::MessageNotModified,
@@ -868,7 +891,7 @@ mod tests {
     }
 
     #[test]
-    fn edits_follow_the_text_rules_of_a_send() {
+    fn edits_follow_the_text_rules_of_a_send_but_may_empty_a_caption() {
         let edit = |owner: i64, peer: i64, id: i64, text: &str| {
             code(validate_edit(
                 owner,
@@ -882,7 +905,9 @@ mod tests {
         };
         let table: [(Option<String>, Option<&str>); 7] = [
             (edit(1, 2, 5, "fixed"), None),
-            (edit(1, 2, 5, "  "), Some("MESSAGE_EMPTY")),
+            // An empty text is a caption of a message with a file, else MESSAGE_EMPTY: the
+            // store decides, once it knows the message (edit::edit).
+            (edit(1, 2, 5, "  "), None),
             (edit(1, 2, 5, &"é".repeat(4097)), Some("MESSAGE_TOO_LONG")),
             (edit(1, 2, 5, "a\0b"), Some("INPUT_TEXT_INVALID")),
             (edit(1, 2, 0, "fixed"), Some("MESSAGE_ID_INVALID")),

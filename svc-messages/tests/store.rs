@@ -815,11 +815,15 @@ fn edit_kind(outcome: &EditOutcome) -> &'static str {
         EditOutcome::AuthorRequired => "author required",
         EditOutcome::NotModified => "not modified",
         EditOutcome::Forbidden => "forbidden",
+        EditOutcome::TextEmpty => "text empty",
+        EditOutcome::CaptionTooLong => "caption too long",
     }
 }
 
 /// An edit to try: (editor, peer, her box id, text).
 type EditCase = (i64, i64, i64, &'static str);
+/// The same, with a text made at run time.
+type EditTry<'a> = (i64, i64, i64, &'a str);
 
 async fn outbox_rows(db: &Migrated) -> anyhow::Result<i64> {
     Ok(
@@ -1786,6 +1790,40 @@ fn with_media(sender: i64, peer: i64, random_id: i64, kind: message_media::Kind)
         ..MessageMedia::default()
     });
     m
+}
+
+#[tokio::test]
+async fn a_caption_may_be_emptied_by_an_edit_a_text_may_not() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Box 1: Ann's document captioned "the report"; box 2: Ann's text.
+    let mut doc = with_media(ANN, BOB, 1, message_media::Kind::Document);
+    doc.request.text = "the report".into();
+    sent(&send_one(&db, &outbox, doc).await?)?;
+    sent(&send_one(&db, &outbox, new(ANN, BOB, 2, "hello")).await?)?;
+    let long_caption = "é".repeat(1025);
+
+    let table: [(EditTry, &str); 4] = [
+        ((ANN, BOB, 2, "  "), "text empty"),
+        ((ANN, BOB, 1, &long_caption), "caption too long"),
+        ((ANN, BOB, 1, ""), "edited"),
+        ((ANN, BOB, 1, ""), "not modified"),
+    ];
+    for ((editor, peer, id, text), want) in table {
+        let got = edit_one(&db, &outbox, editor, peer, id, text).await?;
+        assert_eq!(
+            edit_kind(&got),
+            want,
+            "{editor} edits #{id} to {:.20?}",
+            text
+        );
+    }
+    let shown: Vec<(String, bool)> = by_ids(&db, BOB, &[1, 2])
+        .await?
+        .into_iter()
+        .map(|m| (m.text, m.media.is_some()))
+        .collect();
+    assert_eq!(shown, [(String::new(), true), ("hello".to_owned(), false)]);
+    Ok(())
 }
 
 async fn read_contents_of(

@@ -601,10 +601,9 @@ impl Run {
                     .edit_message(EditMessageRequest {
                         peer: Some(InputPeer::user(peer)),
                         id,
-                        // An edit sets the caption as it sets a text: empty is none. An edit
-                        // without a file must carry a text (svc-messages checks it as a text
-                        // edit, before it knows the message has a file).
-                        text: if caption || file.is_none() {
+                        // An edit sets the caption as it sets a text: empty is none, with a
+                        // new file or without one.
+                        text: if caption {
                             format!("media edited by operation {i}")
                         } else {
                             String::new()
@@ -614,6 +613,15 @@ impl Run {
                     })
                     .await
                     .map(tonic::Response::into_inner);
+                // Emptying a caption that is empty already is refused, and changes nothing.
+                if let Err(e) = &answer
+                    && file.is_none()
+                    && !caption
+                    && oxigram_errors::code_of(e).as_deref() == Some("MESSAGE_NOT_MODIFIED")
+                {
+                    self.tally.idle += 1;
+                    return Ok(());
+                }
                 if !self.edited(device, i, id, answer).await? {
                     self.tally.stale += 1;
                     return Ok(());

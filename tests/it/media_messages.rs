@@ -518,6 +518,29 @@ async fn bad_ranges_and_edits_of_media_get_their_codes() -> anyhow::Result<()> {
         })
         .await;
     assert_eq!(refused(stolen).as_deref(), Some("FILE_ID_INVALID"));
+    // An edit without a file may empty the caption (the file stays), not past 1024 characters.
+    let uncaptioned = messages
+        .edit_message(EditMessageRequest {
+            peer: Some(InputPeer::user(bob_id)),
+            id: m.id,
+            text: String::new(),
+            ..EditMessageRequest::default()
+        })
+        .await?
+        .into_inner()
+        .message
+        .ok_or_else(|| anyhow::anyhow!("no message"))?;
+    assert_eq!(uncaptioned.text, "");
+    assert_eq!(uncaptioned.media.map(|x| x.sha256), Some(new_file.sha256));
+    let too_long = messages
+        .edit_message(EditMessageRequest {
+            peer: Some(InputPeer::user(bob_id)),
+            id: m.id,
+            text: "é".repeat(1025),
+            ..EditMessageRequest::default()
+        })
+        .await;
+    assert_eq!(refused(too_long).as_deref(), Some("MEDIA_CAPTION_TOO_LONG"));
     Ok(())
 }
 
