@@ -2122,6 +2122,18 @@ async fn a_reaction_is_set_replaced_and_removed_on_both_boxes_and_unread_for_the
         ])
     );
 
+    // Deleting Bob's box with its unread reaction: his dialog's count goes down with it, in
+    // the delete's event; Ann's box of the message held none unread.
+    let deleted = delete_one(&db, &outbox, BOB, Targets::Ids(vec![2]), true)
+        .await?
+        .context("deleted")?;
+    let unread: Vec<(i64, i32)> = deleted
+        .updates_events
+        .iter()
+        .flat_map(|e| e.deletions.iter().map(|d| (e.user_id, d.unread_reactions)))
+        .collect();
+    assert_eq!(unread, [(BOB, 1), (ANN, 0)]);
+
     // Refusals: a message of another dialog, an id she has no box of, a user without it.
     let refused = [
         react_as(&db, &outbox, BOB, CAROL, 1, "👍").await?,

@@ -179,6 +179,14 @@ async fn a_reaction_reaches_both_owners_and_is_unread_for_the_author_until_read(
         k,
         update::Kind::MessageReactions(u) if u.msg_id == alice_msg
     )));
+
+    // A deleted message's unread reaction stops counting.
+    alice
+        .send_reaction(InputPeer::user(bob_id), alice_msg, "🎉")
+        .await?;
+    unread_reactions_become(&bob, alice_id, 1).await?;
+    bob.delete(&[bob_msg], false).await?;
+    unread_reactions_become(&bob, alice_id, 0).await?;
     Ok(())
 }
 
