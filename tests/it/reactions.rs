@@ -2,7 +2,7 @@
 //! owners in each owner's ids (by push and by getDifference), history shows it, the author's
 //! dialog counts it unread until ReadReactions (which her other devices learn), a replacement
 //! keeps one reaction per user, a removal before the read takes the unread back, and bad
-//! requests get their codes.
+//! requests get their codes; a Telegram client reacts on the MTProto door.
 
 use oxigram_proto::types::v1::{
     InputPeer, PtsUpdate, ReactionCount, UpdateMessageReactions, UpdateReadReactions, update,
@@ -248,5 +248,110 @@ async fn bad_reactions_get_their_codes() -> anyhow::Result<()> {
         refused.err().map(|e| e.code()).as_deref(),
         Some("AUTH_KEY_UNREGISTERED")
     );
+    Ok(())
+}
+
+/// The emoji, count and whether chosen of Telegram's reactions of a message.
+fn tl_counts(reactions: &oxigram_tl::enums::MessageReactions) -> Vec<(String, i32, bool)> {
+    use oxigram_tl::enums;
+    let enums::MessageReactions::Reactions(r) = reactions;
+    r.results
+        .iter()
+        .map(|enums::ReactionCount::Count(c)| {
+            let emoji = match &c.reaction {
+                enums::Reaction::Emoji(e) => e.emoticon.clone(),
+                other => format!("{other:?}"),
+            };
+            (emoji, c.count, c.chosen_order.is_some())
+        })
+        .collect()
+}
+
+/// The latest messages of a Telegram client's dialog with `peer`.
+async fn tl_history(
+    client: &mut oxigram_mtproto::client::Client,
+    peer: &oxigram_tl::enums::InputPeer,
+) -> anyhow::Result<Vec<oxigram_tl::enums::Message>> {
+    use oxigram_tl::enums::messages::Messages;
+    match client.invoke(&crate::mtproto::latest(peer.clone())).await? {
+        Messages::Messages(m) => Ok(m.messages),
+        Messages::Slice(m) => Ok(m.messages),
+        other => anyhow::bail!("history: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_telegram_client_reacts_and_reads_reactions() -> anyhow::Result<()> {
+    use oxigram_tests::mtproto::sign_up;
+    use oxigram_tl::{enums, functions, types};
+
+    let (system, key, port) = crate::mtproto::system_with_door().await?;
+    let [alice] = system.users([("15558601", "Alice")]).await?;
+    let mut bob = crate::mtproto::connect(&key, port).await?;
+    let bob_user = sign_up(&mut bob, "15558602", "Bob").await?;
+    let sent = alice.send(bob_user.id, 1, "react to me").await?;
+    let alice_msg = sent.message.map(|m| m.id).unwrap_or_default();
+    let mut alice_stream = alice.stream(alice.get_state().await?.pts).await?;
+    let alice_peer = enums::InputPeer::User(types::InputPeerUser {
+        user_id: alice.user_id()?,
+        access_hash: 0,
+    });
+    let messages = tl_history(&mut bob, &alice_peer).await?;
+    let [enums::Message::Message(note)] = messages.as_slice() else {
+        anyhow::bail!("Bob's history: {messages:?}");
+    };
+    assert!(note.reactions.is_none(), "no reactions yet");
+
+    let react = |emoji: Option<&str>| functions::messages::SendReaction {
+        big: false,
+        add_to_recent: false,
+        peer: alice_peer.clone(),
+        msg_id: note.id,
+        reaction: emoji.map(|e| {
+            vec![enums::Reaction::Emoji(types::ReactionEmoji {
+                emoticon: e.into(),
+            })]
+        }),
+    };
+    let enums::Updates::Updates(answer) = bob.invoke(&react(Some("👍"))).await? else {
+        anyhow::bail!("sendReaction answers updates");
+    };
+    let reactions: Vec<_> = answer
+        .updates
+        .iter()
+        .filter_map(|u| match u {
+            enums::Update::MessageReactions(r) => Some((r.msg_id, tl_counts(&r.reactions))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reactions, [(note.id, vec![("👍".to_owned(), 1, true)])]);
+
+    // The gRPC author learns it, unread.
+    let pushed = next_update_where(&mut alice_stream, reactions_update).await?;
+    assert_eq!(pushed.msg_id, alice_msg);
+    assert_eq!(counts(&pushed.reactions), [("👍", 1, false)]);
+    assert!(pushed.reaction_unread);
+    unread_reactions_become(&alice, bob_user.id, 1).await?;
+
+    // Bob's history on the door shows it, his own chosen.
+    let messages = tl_history(&mut bob, &alice_peer).await?;
+    let [enums::Message::Message(note)] = messages.as_slice() else {
+        anyhow::bail!("Bob's history: {messages:?}");
+    };
+    let shown = note.reactions.as_ref().map(tl_counts);
+    assert_eq!(shown, Some(vec![("👍".to_owned(), 1, true)]));
+
+    // Removed (no reaction): the author's unread goes back.
+    bob.invoke(&react(None)).await?;
+    unread_reactions_become(&alice, bob_user.id, 0).await?;
+
+    // Bob has no unread reactions: readReactions moves no pts.
+    let read = functions::messages::ReadReactions {
+        peer: alice_peer.clone(),
+        top_msg_id: None,
+        saved_peer_id: None,
+    };
+    let enums::messages::AffectedHistory::History(read) = bob.invoke(&read).await?;
+    assert_eq!((read.pts_count, read.offset), (0, 0));
     Ok(())
 }
