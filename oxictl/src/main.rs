@@ -34,7 +34,7 @@ use oxigram_proto::{
         DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, ForwardMessagesRequest,
         GetDialogsRequest, GetHistoryRequest, SearchRequest, SendMessageRequest,
     },
-    types::v1::{InputPeer, Message, MessageEntity, PtsUpdate, update},
+    types::v1::{InputPeer, Message, MessageEntity, PtsUpdate, ReactionCount, update},
 };
 
 #[derive(Parser)]
@@ -150,6 +150,15 @@ enum Command {
         #[arg(long, value_delimiter = ',', required = true)]
         ids: Vec<i64>,
     },
+    /// Reacts to a message of the dialog with a user (your id of it) with an emoji, replacing
+    /// your previous reaction; without an emoji, removes it.
+    React {
+        peer: String,
+        msg_id: i64,
+        emoji: Option<String>,
+    },
+    /// Marks the reactions to your messages of the dialog with a user as seen.
+    ReadReactions { peer: String },
     /// Clears the dialog with a user, in batches until nothing is left: the dialog leaves
     /// the list unless --just-clear; --revoke clears the other side too.
     Clear {
@@ -282,13 +291,14 @@ fn show(m: &Message) -> String {
         None => String::new(),
     };
     format!(
-        "#{} {dir} peer {} from {}{forwarded}{media}: {}{}{}",
+        "#{} {dir} peer {} from {}{forwarded}{media}: {}{}{}{}",
         m.id,
         m.peer_user(),
         m.from_user_id,
         m.text,
         format::show_entities(&m.entities),
-        format::show_quote(m.reply_quote.as_ref())
+        format::show_quote(m.reply_quote.as_ref()),
+        show_reactions(&m.reactions)
     )
 }
 
@@ -327,6 +337,24 @@ fn show_update(u: &PtsUpdate) -> String {
         Some(update::Kind::ReadMessageContents(r)) => {
             let ids: Vec<String> = r.messages.iter().map(|id| format!("#{id}")).collect();
             format!("played messages {}", ids.join(", "))
+        }
+        Some(update::Kind::MessageReactions(r)) => format!(
+            "reactions to #{} with peer {}:{}{}",
+            r.msg_id,
+            r.peer_user(),
+            match show_reactions(&r.reactions).as_str() {
+                "" => " none".to_owned(),
+                shown => shown.to_owned(),
+            },
+            if r.reaction_unread { " (unread)" } else { "" }
+        ),
+        Some(update::Kind::ReadReactions(r)) => {
+            let ids: Vec<String> = r.messages.iter().map(|id| format!("#{id}")).collect();
+            format!(
+                "read reactions with peer {}: {}",
+                r.peer_user(),
+                ids.join(", ")
+            )
         }
         Some(update::Kind::DialogPinned(p)) => format!(
             "{} dialog with peer {}",
@@ -489,6 +517,12 @@ async fn main() -> anyhow::Result<()> {
         } => forward(&path, &from, ids, &to, drop_author).await?,
         Command::Delete { ids, revoke } => delete(&path, ids, revoke).await?,
         Command::ReadContents { ids } => read_contents(&path, ids).await?,
+        Command::React {
+            peer,
+            msg_id,
+            emoji,
+        } => react(&path, &peer, msg_id, emoji.as_deref().unwrap_or_default()).await?,
+        Command::ReadReactions { peer } => read_reactions(&path, &peer).await?,
         Command::Clear {
             with,
             just_clear,
@@ -705,6 +739,44 @@ async fn read_contents(path: &std::path::Path, ids: Vec<i64>) -> anyhow::Result<
         println!("marked played (pts {})", read.pts);
     }
     Ok(())
+}
+
+async fn react(path: &std::path::Path, peer: &str, msg_id: i64, emoji: &str) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let peer = input_peer(&c.client, peer).await?;
+    let sent = c.client.send_reaction(peer, msg_id, emoji).await?;
+    match (sent.pts_count, emoji) {
+        (0, _) => println!("unchanged (pts {})", sent.pts),
+        (_, "") => println!("reaction removed (pts {})", sent.pts),
+        _ => println!("reacted {emoji} (pts {})", sent.pts),
+    }
+    Ok(())
+}
+
+async fn read_reactions(path: &std::path::Path, peer: &str) -> anyhow::Result<()> {
+    let c = DeviceClient::open(path).await?;
+    let peer = input_peer(&c.client, peer).await?;
+    let read = c.client.read_reactions(peer).await?;
+    match read.pts_count {
+        0 => println!("no unread reactions (pts {})", read.pts),
+        _ => println!("reactions read (pts {})", read.pts),
+    }
+    Ok(())
+}
+
+/// Reactions as a suffix of a message's line (`[👍 2, ❤ 1*]`, `*` yours); none: empty.
+fn show_reactions(reactions: &[ReactionCount]) -> String {
+    if reactions.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = reactions
+        .iter()
+        .map(|r| {
+            let mine = if r.chosen_by_me { "*" } else { "" };
+            format!("{} {}{mine}", r.reaction, r.count)
+        })
+        .collect();
+    format!(" [{}]", each.join(", "))
 }
 
 /// Clears a dialog batch after batch while the answer says more is left. The device's own

@@ -1,6 +1,7 @@
 -- A delete in one dialog (primary keys of dialog_incoming and dialogs): $1 owner, $2 peer,
 -- $3 the deleted incoming ids, $4/$5 the newest message left and its date, $6 the boundary
--- that top holds for, $7 whether an empty dialog leaves the list, $8 the delete's date.
+-- that top holds for, $7 whether an empty dialog leaves the list, $8 the delete's date, $9
+-- how many deleted boxes held an unread reaction (they stop counting, as a delta would).
 -- The incoming ids are marked deleted (recorded deleted when their message is not applied
 -- yet); those that counted as unread (above the read watermark) stop counting. The top moves
 -- to the one the delete saw when it is at or below the boundary (above it is a message
@@ -23,9 +24,10 @@ WITH applied AS (
     SELECT m.box_id FROM marked m JOIN applied a ON a.box_id = m.box_id
 )
 INSERT INTO dialogs AS d (owner_id, peer_user_id, top_message_id, top_message_date,
-                          delete_boundary)
-VALUES ($1, $2, $4, CASE WHEN $4 > 0 THEN $5 WHEN $7 THEN 0 ELSE $8 END, $6)
+                          delete_boundary, unread_reactions_count)
+VALUES ($1, $2, $4, CASE WHEN $4 > 0 THEN $5 WHEN $7 THEN 0 ELSE $8 END, $6, -$9::int)
 ON CONFLICT (owner_id, peer_user_id) DO UPDATE SET
+    unread_reactions_count = d.unread_reactions_count - $9::int,
     unread_count = GREATEST(0, d.unread_count - (SELECT count(*) FROM counted c
         WHERE c.box_id > d.read_inbox_max_id)::int),
     top_message_id = CASE

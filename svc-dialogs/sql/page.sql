@@ -6,5 +6,5 @@
 -- page and its count are one statement, so one snapshot.
 SELECT peer_user_id, top_message_id, top_message_date, read_inbox_max_id, read_outbox_max_id,
        unread_count, delivered_outbox_max_id, folder_id, pinned_rank, unread_mark, mute_until,
-       show_previews, silent, draft, settings_bar_hidden,
+       show_previews, silent, draft, settings_bar_hidden, unread_reactions_count,
        CASE WHEN $9 THEN (

@@ -338,7 +338,7 @@ async fn apply_messages(
 }
 
 /// A delete from the owner's log, in one dialog: its deleted incoming messages stop counting
-/// as unread, and the top becomes the newest message left, as the delete saw it, unless the
+/// as unread, and so do the unread reactions of its deleted boxes; the top becomes the newest message left, as the delete saw it, unless the
 /// dialog knows a newer one (sql/apply_deletion.sql).
 async fn apply_deletion(tx: &mut PgConnection, d: Deletion) -> Result<(), sqlx::Error> {
     // Primary keys of dialog_incoming and dialogs.
@@ -351,6 +351,7 @@ async fn apply_deletion(tx: &mut PgConnection, d: Deletion) -> Result<(), sqlx::
         .bind(d.dialog.boundary)
         .bind(d.dialog.remove_empty)
         .bind(d.date)
+        .bind(d.dialog.unread_reactions)
         .execute(tx)
         .await?;
     Ok(())
@@ -414,9 +415,17 @@ async fn read_outbox(
     Ok(())
 }
 
-/// A receipt from the owner's log: her side's outbox watermarks only move forward.
+/// A receipt from the owner's log: her side's outbox watermarks only move forward. A reaction
+/// or a read of reactions moves her dialog's unread reactions by what the event says.
 async fn apply_receipt(tx: &mut PgConnection, e: UserEvent) -> Result<(), sqlx::Error> {
+    let delta = e.unread_reactions_delta;
     match e.update.and_then(|u| u.kind) {
+        Some(update::Kind::MessageReactions(u)) if delta != 0 => {
+            unread_reactions(tx, e.user_id, u.peer_user(), delta).await?;
+        }
+        Some(update::Kind::ReadReactions(u)) if delta != 0 => {
+            unread_reactions(tx, e.user_id, u.peer_user(), delta).await?;
+        }
         Some(update::Kind::ReadHistoryOutbox(read)) => {
             read_outbox(tx, e.user_id, read.peer_user(), read.max_id, e.date).await?;
         }
@@ -432,5 +441,21 @@ async fn apply_receipt(tx: &mut PgConnection, e: UserEvent) -> Result<(), sqlx::
         }
         _ => {}
     }
+    Ok(())
+}
+
+/// The owner's unread reactions in the dialog with `peer` move by `delta`.
+async fn unread_reactions(
+    tx: &mut PgConnection,
+    owner: i64,
+    peer: i64,
+    delta: i32,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(include_str!("../sql/apply_unread_reactions.sql"))
+        .bind(owner)
+        .bind(peer)
+        .bind(delta)
+        .execute(tx)
+        .await?;
     Ok(())
 }

@@ -33,6 +33,7 @@ pub(crate) struct DialogRow {
     silent: Option<bool>,
     draft: Option<Vec<u8>>,
     settings_bar_hidden: bool,
+    unread_reactions_count: i32,
 }
 
 impl DialogRow {
@@ -78,6 +79,8 @@ impl From<DialogRow> for Dialog {
                 .draft
                 .and_then(|bytes| DraftMessage::decode(bytes.as_slice()).ok()),
             settings_bar_hidden: r.settings_bar_hidden,
+            // Below 0 only while a removal is applied ahead of its reaction.
+            unread_reactions_count: r.unread_reactions_count.max(0),
         }
     }
 }

@@ -139,6 +139,7 @@ fn deleted(
             top_date: top * 100,
             boundary,
             remove_empty,
+            unread_reactions: 0,
         }],
         ..event(
             owner,

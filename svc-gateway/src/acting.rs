@@ -37,6 +37,8 @@ acting! {
     messages::DeleteMessagesRequest { owner_id, auth_key_id } = types::DeleteMessagesRequest;
     messages::DeleteHistoryRequest { owner_id, auth_key_id } = types::DeleteHistoryRequest;
     messages::ReadMessageContentsRequest { owner_id, auth_key_id } = types::ReadMessageContentsRequest;
+    messages::SendReactionRequest { owner_id, auth_key_id } = types::SendReactionRequest;
+    messages::ReadReactionsRequest { owner_id, auth_key_id } = types::ReadReactionsRequest;
     messages::GetHistoryRequest { owner_id } = types::GetHistoryRequest;
     messages::GetMessagesRequest { owner_id } = types::GetMessagesRequest;
     messages::BlockRequest { owner_id } = types::BlockRequest;

@@ -10,10 +10,10 @@ use oxigram_proto::{
         DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest, EditMessageResponse,
         ForwardMessagesRequest, ForwardMessagesResponse, FoundMessages, GetBlockedRequest,
         GetHistoryRequest, GetMessagesRequest, GetOutboxReadDateRequest, MessagesSlice,
-        OutboxReadDate, ReadHistoryRequest, ReadMessageContentsRequest, ReceivedMessagesRequest,
-        ReceivedMessagesResponse, SearchRequest, SendMediaRequest, SendMediaResponse,
-        SendMessageRequest, SendMessageResponse, SetTypingRequest, SetTypingResponse,
-        messages_server::Messages,
+        OutboxReadDate, ReadHistoryRequest, ReadMessageContentsRequest, ReadReactionsRequest,
+        ReceivedMessagesRequest, ReceivedMessagesResponse, SearchRequest, SendMediaRequest,
+        SendMediaResponse, SendMessageRequest, SendMessageResponse, SendReactionRequest,
+        SetTypingRequest, SetTypingResponse, messages_server::Messages,
     },
     dialogs::v1 as dialogs_svc,
     messages::v1 as messages_svc,
@@ -473,6 +473,37 @@ impl Messages for MessagesApi {
         let (me, request) = self.0.signed_in(request).await?;
         let request = messages_svc::ReadMessageContentsRequest::acting(me, request);
         let read = self.0.messages.clone().read_message_contents(request).await;
+        self.0
+            .affected(me.user_id, read.map_err(forward)?.into_inner())
+            .await
+    }
+
+    async fn send_reaction(
+        &self,
+        request: Request<SendReactionRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
+        let request = messages_svc::SendReactionRequest::acting(me, request);
+        let sent = self.0.messages.clone().send_reaction(request).await;
+        // The reaction the caller had already: the current state.
+        self.0
+            .affected(me.user_id, sent.map_err(forward)?.into_inner())
+            .await
+    }
+
+    async fn read_reactions(
+        &self,
+        request: Request<ReadReactionsRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let (me, request) = self.0.signed_in(request).await?;
+        self.0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
+        let request = messages_svc::ReadReactionsRequest::acting(me, request);
+        let read = self.0.messages.clone().read_reactions(request).await;
         self.0
             .affected(me.user_id, read.map_err(forward)?.into_inner())
             .await

@@ -2,8 +2,9 @@
 -- page at most), each box's body probed by primary key. A plain join may be planned as a hash
 -- join over a scan of every body ever sent, whose cost grows with the whole service; probing
 -- costs the same whatever the number of bodies. The body's columns a message shows are listed
--- here and nowhere else.
-SELECT b.*, m.*
+-- here and nowhere else; so are its reactions, every user's of the body (primary key of
+-- message_reactions), the same for every owner's box.
+SELECT b.*, m.*, rx.*
 FROM ({box_query}) b
 CROSS JOIN LATERAL (
     SELECT sender_id, text, silent, noforwards, edit_date, entities, quote,
@@ -13,3 +14,9 @@ CROSS JOIN LATERAL (
     WHERE id = b.body_id
     LIMIT 1
 ) m
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(r.user_id ORDER BY r.user_id), '{}') AS reactors,
+           coalesce(array_agg(r.reaction ORDER BY r.user_id), '{}') AS reactions
+    FROM message_reactions r
+    WHERE r.body_id = b.body_id
+) rx

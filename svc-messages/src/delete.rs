@@ -78,6 +78,7 @@ struct Marked {
     box_id: i64,
     peer_user_id: i64,
     out: bool,
+    reaction_unread: bool,
 }
 
 /// The newest box left in a dialog (sql/delete_tops.sql).
@@ -210,16 +211,19 @@ pub async fn delete(
         };
         let mut ids: Vec<i64> = deleted.iter().map(|m| m.box_id).collect();
         ids.sort_unstable();
-        let mut incoming: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        // Per dialog: the incoming boxes deleted, and how many deleted boxes held an unread
+        // reaction.
+        let mut incoming: BTreeMap<i64, (Vec<i64>, i32)> = BTreeMap::new();
         for m in deleted {
-            let list = incoming.entry(m.peer_user_id).or_default();
+            let (list, unread_reactions) = incoming.entry(m.peer_user_id).or_default();
             if !m.out {
                 list.push(m.box_id);
             }
+            *unread_reactions += i32::from(m.reaction_unread);
         }
         let deletions = incoming
             .into_iter()
-            .map(|(peer, mut incoming_ids)| {
+            .map(|(peer, (mut incoming_ids, unread_reactions))| {
                 incoming_ids.sort_unstable();
                 let (top_id, top_date) = tops.get(&(o, peer)).copied().unwrap_or((0, 0));
                 DialogDeletion {
@@ -229,6 +233,7 @@ pub async fn delete(
                     top_date,
                     boundary: boundaries.get(&o).copied().unwrap_or(0),
                     remove_empty,
+                    unread_reactions,
                 }
             })
             .collect();
@@ -243,6 +248,7 @@ pub async fn delete(
             }),
             origin_auth_key_id: delete.auth_key_id,
             deletions,
+            unread_reactions_delta: 0,
             ..Default::default()
         };
         rows.push(NewRow {

@@ -10,7 +10,7 @@ use oxigram_proto::types::v1::{
     EditMessageRequest, Message, Update, UpdateEditMessage, UserEvent, update,
 };
 use prost::Message as _;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use crate::{
     entities,
@@ -75,6 +75,27 @@ struct Locked {
     blocked: bool,
 }
 
+/// The boxes of `body_id` the owner and the peer of its dialog hold, not deleted, as they show
+/// now (index message_boxes_body): whose view of the message a change of its body changes.
+pub(crate) async fn boxes_of_body(
+    tx: &mut PgConnection,
+    owner_id: i64,
+    peer_id: i64,
+    body_id: i64,
+) -> Result<Vec<MessageRow>, sqlx::Error> {
+    static BOXES: LazyLock<String> =
+        LazyLock::new(|| messages_of(include_str!("../sql/edit_boxes.sql")));
+    let mut owners = vec![owner_id];
+    if peer_id != owner_id {
+        owners.push(peer_id);
+    }
+    sqlx::query_as(BOXES.as_str())
+        .bind(&owners)
+        .bind(body_id)
+        .fetch_all(tx)
+        .await
+}
+
 /// Edits one message.
 pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOutcome, sqlx::Error> {
     let r = &edit.request;
@@ -112,17 +133,7 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
         return Ok(EditOutcome::Forbidden);
     }
 
-    static BOXES: LazyLock<String> =
-        LazyLock::new(|| messages_of(include_str!("../sql/edit_boxes.sql")));
-    let mut owners = vec![edit.owner_id];
-    if edit.peer_id != edit.owner_id {
-        owners.push(edit.peer_id);
-    }
-    let boxes: Vec<MessageRow> = sqlx::query_as(BOXES.as_str())
-        .bind(&owners)
-        .bind(locked.body_id)
-        .fetch_all(&mut *tx)
-        .await?;
+    let boxes = boxes_of_body(&mut tx, edit.owner_id, edit.peer_id, locked.body_id).await?;
 
     let edit_date = chrono::Utc::now().timestamp();
     let version = locked.edit_version + 1;
@@ -153,6 +164,7 @@ pub async fn edit(pool: &PgPool, outbox: &Outbox, edit: &Edit) -> Result<EditOut
             peer_box_id: 0,
             pts: 0,
             deletions: Vec::new(),
+            unread_reactions_delta: 0,
         };
         rows.push(NewRow {
             destination: TO_UPDATES,

@@ -5,8 +5,9 @@
 //! together share that transaction (group commit). Commit is PERSISTED. Right after commit the
 //! events go to svc-updates directly (the fast path, so the response can carry the sender's
 //! pts); the relay delivers whatever is left. svc-dialogs learns of them from the update log.
-//! An edit is its own transaction (`edit`), and so are a delete (`delete`) and a read of
-//! contents (`read_contents`); they hand their events on the same way. A forward (`forward`) is a send of each source message's content,
+//! An edit is its own transaction (`edit`), and so are a delete (`delete`), a read of
+//! contents (`read_contents`) and a reaction or a read of reactions (`reactions`); they hand
+//! their events on the same way. A forward (`forward`) is a send of each source message's content,
 //! with a forward header. Search reads word keys per owner, which an indexer
 //! (`search_index`) writes from a queue each write of a body adds to.
 
@@ -17,6 +18,7 @@ pub mod file_reference;
 pub mod forward;
 mod group_commit;
 mod outbound;
+pub mod reactions;
 pub mod read_contents;
 mod rows;
 pub mod search_index;

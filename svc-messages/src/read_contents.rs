@@ -92,6 +92,7 @@ pub async fn read_contents(
             peer_box_id: 0,
             pts: 0,
             deletions: Vec::new(),
+            unread_reactions_delta: 0,
         };
         rows.push(NewRow {
             destination: TO_UPDATES,

@@ -2,8 +2,10 @@
 //! owner) and what a read gives back (a box with its body), and their one mapping to and from
 //! the `Message` an owner sees.
 
+use std::collections::BTreeMap;
+
 use oxigram_proto::types::v1::{
-    Message, MessageFwdHeader, MessageMedia, Peer, ReplyQuote, SendMessageRequest,
+    Message, MessageFwdHeader, MessageMedia, Peer, ReactionCount, ReplyQuote, SendMessageRequest,
     message_media::Kind,
 };
 use oxigram_storage::batch_row;
@@ -183,6 +185,9 @@ impl BodyRow {
             media_unread: self.sender_id != self.recipient_id && starts_unread(media.as_deref()),
             media,
             grouped_id: self.grouped_id,
+            // A new message has no reactions yet.
+            reactions: Vec::new(),
+            reaction_unread: false,
         }
     }
 }
@@ -209,6 +214,30 @@ pub struct MessageRow {
     pub media: Vec<u8>,
     pub media_unread: bool,
     pub grouped_id: i64,
+    pub reaction_unread: bool,
+    /// The users who reacted to the body and their reactions, in user order.
+    pub reactors: Vec<i64>,
+    pub reactions: Vec<String>,
+}
+
+/// The reactions of `users` (each user's one reaction), as `owner_id` sees them: one count per
+/// reaction, the most chosen first (then by reaction, so every owner lists them alike).
+pub fn reaction_counts(owner_id: i64, users: &[i64], reactions: &[String]) -> Vec<ReactionCount> {
+    let mut counts: BTreeMap<&str, ReactionCount> = BTreeMap::new();
+    for (user, reaction) in users.iter().zip(reactions) {
+        let count = counts
+            .entry(reaction.as_str())
+            .or_insert_with(|| ReactionCount {
+                reaction: reaction.clone(),
+                count: 0,
+                chosen_by_me: false,
+            });
+        count.count += 1;
+        count.chosen_by_me |= *user == owner_id;
+    }
+    let mut counts: Vec<ReactionCount> = counts.into_values().collect();
+    counts.sort_by_key(|c| std::cmp::Reverse(c.count));
+    counts
 }
 
 impl From<MessageRow> for Message {
@@ -230,6 +259,8 @@ impl From<MessageRow> for Message {
             media: decode_media(&r.media, r.owner_id, r.box_id).map(Box::new),
             media_unread: r.media_unread,
             grouped_id: r.grouped_id,
+            reactions: reaction_counts(r.owner_id, &r.reactors, &r.reactions),
+            reaction_unread: r.reaction_unread,
         }
     }
 }

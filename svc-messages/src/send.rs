@@ -553,6 +553,7 @@ pub fn new_message_event(
         peer_box_id,
         pts: 0,
         deletions: Vec::new(),
+        unread_reactions_delta: 0,
     }
 }
 

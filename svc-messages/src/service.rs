@@ -8,8 +8,9 @@ use oxigram_proto::{
         BlockedByResponse, DeleteHistoryRequest, DeleteMessagesRequest, EditMessageRequest,
         ForwardMessagesRequest, GetBlockedRequest, GetBlockedResponse, GetHistoryRequest,
         GetMessagesRequest, HoldsContentRequest, HoldsContentResponse, MediaOfMessageRequest,
-        MessageList, ReadMessageContentsRequest, SearchRequest, SearchResponse, SendMediaRequest,
-        SendMessageRequest, messages_server::Messages,
+        MessageList, ReadMessageContentsRequest, ReadReactionsRequest, SearchRequest,
+        SearchResponse, SendMediaRequest, SendMessageRequest, SendReactionRequest,
+        messages_server::Messages,
     },
     require_peer,
     types::v1::{
@@ -31,6 +32,7 @@ use crate::{
     forward::Forward,
     group_commit::GroupCommit,
     outbound::ToUpdates,
+    reactions::{self, Logged, MAX_REACTION_CODE_POINTS, React, ReactOutcome, ReadReactions},
     read_contents::{self, ContentsRead, ReadContents},
     rows,
     search_words::{QueryRefused, QueryWords},
@@ -270,6 +272,41 @@ fn contents_ids(owner_id: i64, r: &types::ReadMessageContentsRequest) -> Result<
     Ok(ids)
 }
 
+/// Checks a SendReaction; the user of its dialog.
+fn validate_reaction(owner_id: i64, r: &types::SendReactionRequest) -> Result<i64, Status> {
+    check_owner(owner_id)?;
+    let peer_id = require_peer(r.peer.as_ref(), owner_id)?;
+    if r.msg_id <= 0 {
+        return Err(status(
+            ErrorCode::MessageIdInvalid,
+            "msg_id must be positive",
+        ));
+    }
+    check_text("reaction", &r.reaction)?;
+    check_reaction(&r.reaction)?;
+    Ok(peer_id)
+}
+
+/// A reaction is an emoji (empty removes one): a short run of code points, none a space or a
+/// control character, not all ASCII (an emoji's keycap digits are, its other parts are not).
+fn check_reaction(reaction: &str) -> Result<(), Status> {
+    if reaction.is_empty() {
+        return Ok(());
+    }
+    let emoji_like = reaction.chars().count() <= MAX_REACTION_CODE_POINTS
+        && !reaction.is_ascii()
+        && !reaction
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace());
+    if !emoji_like {
+        return Err(status(
+            ErrorCode::ReactionInvalid,
+            &format!("a reaction is one emoji, at most {MAX_REACTION_CODE_POINTS} code points"),
+        ));
+    }
+    Ok(())
+}
+
 /// What a DeleteHistory clears: the peer's dialog, ids up to max_id (0 = all).
 fn history_targets(owner_id: i64, r: &types::DeleteHistoryRequest) -> Result<Targets, Status> {
     check_owner(owner_id)?;
@@ -330,8 +367,88 @@ impl MessagesService {
     }
 }
 
+impl MessagesService {
+    /// Hands a change's events on (fast path) and answers the caller's pts; (0, 0) when
+    /// nothing changed or svc-updates did not answer.
+    async fn affected(&self, owner_id: i64, logged: Logged) -> AffectedMessages {
+        if logged.updates_events.is_empty() {
+            return AffectedMessages::default();
+        }
+        let (pts, pts_count) = self
+            .to_updates
+            .fast_path(
+                &self.outbox,
+                logged.updates_events,
+                &logged.updates_rows,
+                owner_id,
+            )
+            .await;
+        AffectedMessages { pts, pts_count }
+    }
+}
+
 #[tonic::async_trait]
 impl Messages for MessagesService {
+    async fn send_reaction(
+        &self,
+        request: Request<SendReactionRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let SendReactionRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        let r = request.unwrap_or_default();
+        let peer_id = validate_reaction(owner_id, &r)?;
+        let react = React {
+            owner_id,
+            peer_id,
+            auth_key_id,
+            msg_id: r.msg_id,
+            reaction: r.reaction,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        };
+        let logged = match reactions::react(&self.pool, &self.outbox, &react)
+            .await
+            .map_err(Error::from)?
+        {
+            ReactOutcome::Changed(logged) => logged,
+            ReactOutcome::IdInvalid => {
+                return Err(status(
+                    ErrorCode::MessageIdInvalid,
+                    "no message with this id in the dialog",
+                ));
+            }
+            ReactOutcome::Blocked => {
+                return Err(status(ErrorCode::UserIsBlocked, "the peer blocked you"));
+            }
+        };
+        Ok(Response::new(self.affected(owner_id, logged).await))
+    }
+
+    async fn read_reactions(
+        &self,
+        request: Request<ReadReactionsRequest>,
+    ) -> Result<Response<AffectedMessages>, Status> {
+        let ReadReactionsRequest {
+            owner_id,
+            auth_key_id,
+            request,
+        } = request.into_inner();
+        check_owner(owner_id)?;
+        let peer_id = require_peer(request.unwrap_or_default().peer.as_ref(), owner_id)?;
+        let read = ReadReactions {
+            owner_id,
+            peer_id,
+            auth_key_id,
+            traceparent: oxigram_telemetry::propagation::current_traceparent(),
+        };
+        let logged = reactions::read_reactions(&self.pool, &self.outbox, &read)
+            .await
+            .map_err(Error::from)?;
+        Ok(Response::new(self.affected(owner_id, logged).await))
+    }
+
     async fn read_message_contents(
         &self,
         request: Request<ReadMessageContentsRequest>,
@@ -1173,6 +1290,48 @@ mod tests {
             (ids(1, (1..=1000).collect()), Ok((1..=1000).collect())),
             (ids(1, (1..=1001).collect()), Err("MESSAGE_IDS_TOO_MANY")),
             (ids(0, vec![1]), Err("USER_ID_INVALID")),
+        ];
+        for (i, (got, want)) in table.into_iter().enumerate() {
+            assert_eq!(got, want.map_err(str::to_owned), "row {i}");
+        }
+    }
+
+    #[test]
+    fn reaction_requests_are_checked() {
+        use types::InputPeer;
+        let react = |owner: i64, peer: Option<InputPeer>, msg_id: i64, reaction: &str| {
+            let r = types::SendReactionRequest {
+                peer,
+                msg_id,
+                reaction: reaction.into(),
+            };
+            validate_reaction(owner, &r)
+                .map_err(|s| oxigram_errors::code_of(&s).unwrap_or_default())
+        };
+        let bob = || Some(InputPeer::user(2));
+        let long = "👍".repeat(MAX_REACTION_CODE_POINTS + 1);
+        let longest = "👍".repeat(MAX_REACTION_CODE_POINTS);
+        // (request, the dialog's user or the code)
+        let table = [
+            (react(1, bob(), 5, "👍"), Ok::<_, &str>(2)),
+            (react(1, bob(), 5, ""), Ok(2)),
+            (react(1, Some(InputPeer::me()), 5, "❤️"), Ok(1)),
+            (react(1, bob(), 5, "👨‍👩‍👧‍👦"), Ok(2)),
+            (react(1, bob(), 5, "#️⃣"), Ok(2)),
+            (react(1, bob(), 5, &longest), Ok(2)),
+            (react(1, bob(), 5, &long), Err("REACTION_INVALID")),
+            (react(1, bob(), 5, "ok"), Err("REACTION_INVALID")),
+            (react(1, bob(), 5, "👍 👍"), Err("REACTION_INVALID")),
+            (react(1, bob(), 5, "👍\n"), Err("REACTION_INVALID")),
+            (react(1, bob(), 5, "👍\0"), Err("INPUT_TEXT_INVALID")),
+            (react(1, bob(), 0, "👍"), Err("MESSAGE_ID_INVALID")),
+            (react(1, bob(), -3, "👍"), Err("MESSAGE_ID_INVALID")),
+            (react(1, None, 5, "👍"), Err("PEER_ID_INVALID")),
+            (
+                react(1, Some(InputPeer::user(0)), 5, "👍"),
+                Err("PEER_ID_INVALID"),
+            ),
+            (react(0, bob(), 5, "👍"), Err("USER_ID_INVALID")),
         ];
         for (i, (got, want)) in table.into_iter().enumerate() {
             assert_eq!(got, want.map_err(str::to_owned), "row {i}");

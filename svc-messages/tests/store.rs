@@ -1,18 +1,21 @@
 //! svc-messages' store against its own migrated schema: the send transaction (box ids, views,
 //! events and outbox rows, replays, replies, blocks, forwards), the edit and delete
-//! transactions, playing notes (read contents), and the owner-view reads, search included.
+//! transactions, playing notes (read contents), reactions and their reads, and the owner-view
+//! reads, search included.
 
 use anyhow::Context;
 use oxigram_outbox::{Outbox, RelayConfig};
 use oxigram_proto::types::v1::{
     EditMessageRequest, ForwardMessagesRequest, InputPeer, Message, MessageEntity, MessageMedia,
-    ReplyQuote, SendMessageRequest, UserEvent, message_entity, message_media, update,
+    ReactionCount, ReplyQuote, SendMessageRequest, UserEvent, message_entity, message_media,
+    update,
 };
 use oxigram_testkit::store::{Migrated, migrated};
 use svc_messages::{
     delete::{self, Delete, DeleteOutcome, Deleted, MAX_DELETE_BATCH, Targets},
     edit::{self, Edit, EditOutcome},
     forward::Forward,
+    reactions::{self, React, ReactOutcome, ReadReactions},
     read_contents::{self, ContentsRead, ReadContents},
     search_index,
     search_words::QueryWords,
@@ -1980,6 +1983,280 @@ async fn a_note_to_saved_messages_is_never_unplayed() -> anyhow::Result<()> {
         read_contents_of(&db, &outbox, ANN, vec![id])
             .await?
             .is_empty()
+    );
+    Ok(())
+}
+
+/// One owner's reaction event as a test compares it: (owner, her msg_id, reactions as
+/// (reaction, count, chosen_by_me), reaction_unread, the unread delta, the origin device).
+type ReactionEvent = (i64, i64, Vec<(String, i32, bool)>, bool, i32, i64);
+
+fn counts(reactions: &[ReactionCount]) -> Vec<(String, i32, bool)> {
+    reactions
+        .iter()
+        .map(|r| (r.reaction.clone(), r.count, r.chosen_by_me))
+        .collect()
+}
+
+fn shown(reactions: &[(&str, i32, bool)]) -> Vec<(String, i32, bool)> {
+    reactions
+        .iter()
+        .map(|(r, n, mine)| ((*r).to_owned(), *n, *mine))
+        .collect()
+}
+
+/// `owner_id` reacts (`reaction`, empty: removes hers) to her box `msg_id` of the dialog
+/// with `peer_id`: the events, or the refusal's name.
+async fn react_as(
+    db: &Migrated,
+    outbox: &Outbox,
+    owner_id: i64,
+    peer_id: i64,
+    msg_id: i64,
+    reaction: &str,
+) -> anyhow::Result<Result<Vec<ReactionEvent>, &'static str>> {
+    let react = React {
+        owner_id,
+        peer_id,
+        auth_key_id: 9,
+        msg_id,
+        reaction: reaction.into(),
+        traceparent: None,
+    };
+    let logged = match reactions::react(&db.pool, outbox, &react).await? {
+        ReactOutcome::Changed(logged) => logged,
+        ReactOutcome::IdInvalid => return Ok(Err("id invalid")),
+        ReactOutcome::Blocked => return Ok(Err("blocked")),
+    };
+    anyhow::ensure!(
+        logged.updates_events.len() == logged.updates_rows.len(),
+        "an outbox row for each event"
+    );
+    let mut events = Vec::new();
+    for e in logged.updates_events {
+        let Some(update::Kind::MessageReactions(r)) = e.update.and_then(|u| u.kind) else {
+            anyhow::bail!("not a reactions event");
+        };
+        anyhow::ensure!(e.pts_count == 1, "pts_count 1");
+        anyhow::ensure!(r.peer.is_some(), "the event names its dialog");
+        events.push((
+            e.user_id,
+            r.msg_id,
+            counts(&r.reactions),
+            r.reaction_unread,
+            e.unread_reactions_delta,
+            e.origin_auth_key_id,
+        ));
+    }
+    events.sort_by_key(|e| e.0);
+    Ok(Ok(events))
+}
+
+/// The reactions and the unread flag of `owner`'s box `id`.
+async fn reactions_on(
+    db: &Migrated,
+    owner: i64,
+    id: i64,
+) -> anyhow::Result<(Vec<(String, i32, bool)>, bool)> {
+    let m = by_ids(db, owner, &[id])
+        .await?
+        .pop()
+        .context("no message")?;
+    Ok((counts(&m.reactions), m.reaction_unread))
+}
+
+#[tokio::test]
+async fn a_reaction_is_set_replaced_and_removed_on_both_boxes_and_unread_for_the_author()
+-> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Ann's message is her box 1 and Bob's box 1; Bob's own message is box 2 of both.
+    sent(&send_one(&db, &outbox, new(ANN, BOB, 1, "look")).await?)?;
+    sent(&send_one(&db, &outbox, new(BOB, ANN, 1, "nice")).await?)?;
+
+    // Bob reacts to Ann's message: both owners' events, in their ids; unread for Ann.
+    let events = react_as(&db, &outbox, BOB, ANN, 1, "👍").await?;
+    assert_eq!(
+        events,
+        Ok(vec![
+            (ANN, 1, shown(&[("👍", 1, false)]), true, 1, 0),
+            (BOB, 1, shown(&[("👍", 1, true)]), false, 0, 9),
+        ])
+    );
+    assert_eq!(
+        reactions_on(&db, ANN, 1).await?,
+        (shown(&[("👍", 1, false)]), true)
+    );
+    assert_eq!(
+        reactions_on(&db, BOB, 1).await?,
+        (shown(&[("👍", 1, true)]), false)
+    );
+
+    // The same reaction again changes nothing and logs nothing.
+    assert_eq!(react_as(&db, &outbox, BOB, ANN, 1, "👍").await?, Ok(vec![]));
+
+    // A replacement: one reaction of Bob's still, still unread, the count does not move.
+    let events = react_as(&db, &outbox, BOB, ANN, 1, "❤").await?;
+    assert_eq!(
+        events,
+        Ok(vec![
+            (ANN, 1, shown(&[("❤", 1, false)]), true, 0, 0),
+            (BOB, 1, shown(&[("❤", 1, true)]), false, 0, 9),
+        ])
+    );
+
+    // Ann's own reaction to her message is never unread for her.
+    let events = react_as(&db, &outbox, ANN, BOB, 1, "🔥").await?;
+    assert_eq!(
+        events,
+        Ok(vec![
+            (
+                ANN,
+                1,
+                shown(&[("❤", 1, false), ("🔥", 1, true)]),
+                true,
+                0,
+                9
+            ),
+            (
+                BOB,
+                1,
+                shown(&[("❤", 1, true), ("🔥", 1, false)]),
+                false,
+                0,
+                0
+            ),
+        ])
+    );
+
+    // Bob removes his before Ann saw it: the unread goes back.
+    let events = react_as(&db, &outbox, BOB, ANN, 1, "").await?;
+    assert_eq!(
+        events,
+        Ok(vec![
+            (ANN, 1, shown(&[("🔥", 1, true)]), false, -1, 0),
+            (BOB, 1, shown(&[("🔥", 1, false)]), false, 0, 9),
+        ])
+    );
+    // Removing a reaction he no longer has changes nothing.
+    assert_eq!(react_as(&db, &outbox, BOB, ANN, 1, "").await?, Ok(vec![]));
+
+    // The same reaction from both: one count of 2.
+    react_as(&db, &outbox, BOB, ANN, 1, "🔥")
+        .await?
+        .ok()
+        .context("reacted")?;
+    assert_eq!(
+        reactions_on(&db, BOB, 1).await?,
+        (shown(&[("🔥", 2, true)]), false)
+    );
+
+    // Ann reacts to Bob's message: unread for Bob (his box 2).
+    let events = react_as(&db, &outbox, ANN, BOB, 2, "😂").await?;
+    assert_eq!(
+        events,
+        Ok(vec![
+            (ANN, 2, shown(&[("😂", 1, true)]), false, 0, 9),
+            (BOB, 2, shown(&[("😂", 1, false)]), true, 1, 0),
+        ])
+    );
+
+    // Deleting Bob's box with its unread reaction: his dialog's count goes down with it, in
+    // the delete's event; Ann's box of the message held none unread.
+    let deleted = delete_one(&db, &outbox, BOB, Targets::Ids(vec![2]), true)
+        .await?
+        .context("deleted")?;
+    let unread: Vec<(i64, i32)> = deleted
+        .updates_events
+        .iter()
+        .flat_map(|e| e.deletions.iter().map(|d| (e.user_id, d.unread_reactions)))
+        .collect();
+    assert_eq!(unread, [(BOB, 1), (ANN, 0)]);
+
+    // Refusals: a message of another dialog, an id she has no box of, a user without it.
+    let refused = [
+        react_as(&db, &outbox, BOB, CAROL, 1, "👍").await?,
+        react_as(&db, &outbox, BOB, ANN, 99, "👍").await?,
+        react_as(&db, &outbox, CAROL, ANN, 1, "👍").await?,
+    ];
+    assert_eq!(
+        refused,
+        [Err("id invalid"), Err("id invalid"), Err("id invalid")]
+    );
+    Ok(())
+}
+
+/// `owner_id` reads the reactions of the dialog with `peer_id`: (messages, delta) of each event.
+async fn read_reactions_of(
+    db: &Migrated,
+    outbox: &Outbox,
+    owner_id: i64,
+    peer_id: i64,
+) -> anyhow::Result<Vec<(Vec<i64>, i32)>> {
+    let read = ReadReactions {
+        owner_id,
+        peer_id,
+        auth_key_id: 9,
+        traceparent: None,
+    };
+    let logged = reactions::read_reactions(&db.pool, outbox, &read).await?;
+    anyhow::ensure!(logged.updates_events.len() == logged.updates_rows.len());
+    logged
+        .updates_events
+        .into_iter()
+        .map(|e| match e.update.and_then(|u| u.kind) {
+            Some(update::Kind::ReadReactions(r)) => {
+                anyhow::ensure!(e.user_id == owner_id && e.origin_auth_key_id == 9);
+                anyhow::ensure!(r.peer.and_then(|p| p.user_id()) == Some(peer_id));
+                Ok((r.messages, e.unread_reactions_delta))
+            }
+            other => anyhow::bail!("not a read-reactions event: {other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn reading_reactions_clears_the_dialogs_unread_ones_once() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    // Ann's boxes 1 and 2 to Bob, 3 to Carol; Bob reacts to 1 and 2, Carol to 3.
+    for n in 1..=2 {
+        sent(&send_one(&db, &outbox, new(ANN, BOB, n, "to bob")).await?)?;
+    }
+    sent(&send_one(&db, &outbox, new(ANN, CAROL, 3, "to carol")).await?)?;
+    for id in [1, 2] {
+        react_as(&db, &outbox, BOB, ANN, id, "👍")
+            .await?
+            .ok()
+            .context("reacted")?;
+    }
+    react_as(&db, &outbox, CAROL, ANN, 1, "🎉")
+        .await?
+        .ok()
+        .context("reacted")?;
+
+    assert_eq!(
+        read_reactions_of(&db, &outbox, ANN, BOB).await?,
+        [(vec![1, 2], -2)]
+    );
+    for id in [1, 2] {
+        assert!(!reactions_on(&db, ANN, id).await?.1, "box {id} read");
+    }
+    // Carol's dialog is another: still unread.
+    assert!(
+        reactions_on(&db, ANN, 3).await?.1,
+        "Carol's dialog is unread still"
+    );
+    // A repeat reads nothing and logs nothing.
+    assert_eq!(read_reactions_of(&db, &outbox, ANN, BOB).await?, []);
+    // Bob's side had nothing unread.
+    assert_eq!(read_reactions_of(&db, &outbox, BOB, ANN).await?, []);
+
+    // In Saved Messages there is one box and one owner: one event, nothing unread.
+    let note = sent(&send_one(&db, &outbox, new(ANN, ANN, 4, "note")).await?)?
+        .message
+        .id;
+    assert_eq!(
+        react_as(&db, &outbox, ANN, ANN, note, "⭐").await?,
+        Ok(vec![(ANN, note, shown(&[("⭐", 1, true)]), false, 0, 9)])
     );
     Ok(())
 }

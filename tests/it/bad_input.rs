@@ -413,6 +413,13 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
     let bob_id = bob.user_id()?;
     expect_nul_refused("text", alice.send(bob_id, 1, "hello\0Bob").await);
     expect_nul_refused(
+        "reaction",
+        alice
+            .send_reaction(oxigram_proto::types::v1::InputPeer::user(bob_id), 1, "👍\0")
+            .await
+            .map_err(Status::from),
+    );
+    expect_nul_refused(
         "search query",
         alice
             .messages()

@@ -31,6 +31,7 @@ mod oxictl_files;
 mod peers;
 mod privacy;
 mod private_chat;
+mod reactions;
 mod schemas;
 mod search;
 mod smoke;

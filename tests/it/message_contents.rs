@@ -11,7 +11,10 @@ use oxigram_proto::{
     },
     types::v1::{InputPeer, Message, PtsUpdate, message_media::Kind, update},
 };
-use oxigram_tests::{Mode, System, TestClient, client::next_update_where};
+use oxigram_tests::{
+    Mode, System, TestClient,
+    client::{in_history, next_update_where},
+};
 
 /// Uploads `bytes` as one part and sends them to `to` as a message of `kind`.
 async fn send_note(
@@ -77,16 +80,6 @@ fn played(kind: update::Kind) -> Option<Vec<i64>> {
         update::Kind::ReadMessageContents(r) => Some(r.messages),
         _ => None,
     }
-}
-
-/// `device`'s message `id` of its dialog with `peer`, as history shows it now.
-async fn in_history(device: &TestClient, peer: i64, id: i64) -> anyhow::Result<Message> {
-    device
-        .history(peer)
-        .await?
-        .into_iter()
-        .find(|m| m.id == id)
-        .ok_or_else(|| anyhow::anyhow!("message {id} is not in the history"))
 }
 
 /// The read-contents updates of `device`'s log after `pts`.

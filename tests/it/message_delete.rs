@@ -4,17 +4,14 @@
 //! dialog leaving the list until a new message (or staying, empty, with just_clear); and a
 //! deleted message never shown again: not in history, GetMessages, getDifference or search.
 
-use std::time::Duration;
-
 use anyhow::Context;
 use oxigram_proto::{
     api::v1::{BlockRequest, GetMessagesRequest, SearchRequest},
-    types::v1::{Dialog, InputPeer, PtsUpdate, update},
+    types::v1::{InputPeer, PtsUpdate, update},
 };
 use oxigram_tests::{
     Mode, System, TestClient,
-    client::{code, next_update},
-    eventually,
+    client::{code, dialog_when, next_update},
 };
 
 /// The ids of a delete update, if it is one.
@@ -51,21 +48,6 @@ async fn log_after(device: &TestClient, pts: i32) -> anyhow::Result<Vec<PtsUpdat
 /// The delete updates of a log, each as its ids.
 fn deletes(log: &[PtsUpdate]) -> Vec<Vec<i64>> {
     log.iter().filter_map(deleted_ids).collect()
-}
-
-/// `device`'s dialog with `peer`, once it satisfies `ok` (`None`: the dialog is not listed).
-async fn dialog_when(
-    device: &TestClient,
-    peer: i64,
-    what: &str,
-    ok: impl Fn(Option<&Dialog>) -> bool,
-) -> anyhow::Result<Option<Dialog>> {
-    eventually(Duration::from_secs(10), what, || async {
-        let page = device.dialogs_page().await?;
-        let dialog = page.dialogs.into_iter().find(|d| d.peer_user() == peer);
-        Ok(ok(dialog.as_ref()).then_some(dialog))
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,7 @@ use oxigram_proto::{
 };
 use oxigram_tests::{
     Mode, System, TestClient,
-    client::{code, next_update, next_update_where},
+    client::{code, in_history, next_update, next_update_where},
 };
 use tonic::Status;
 
@@ -71,16 +71,6 @@ async fn difference(
         messages.extend(slice.new_messages);
     }
     Ok((updates, messages))
-}
-
-/// The message of history with `peer` whose id is `id`.
-async fn in_history(device: &TestClient, peer: i64, id: i64) -> anyhow::Result<Message> {
-    device
-        .history(peer)
-        .await?
-        .into_iter()
-        .find(|m| m.id == id)
-        .context("the message is in history")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

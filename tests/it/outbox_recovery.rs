@@ -115,6 +115,7 @@ async fn a_row_from_before_framing_is_delivered() -> anyhow::Result<()> {
         peer_box_id: 1,
         pts: 0,
         deletions: Vec::new(),
+        unread_reactions_delta: 0,
     };
     let mut db = system.db().await?;
     sqlx::query(

@@ -11,8 +11,8 @@ use oxigram_proto::{
         media_client::MediaClient, stream_event,
     },
     types::v1::{
-        CompleteUploadRequest, File, InputPeer, Message, PtsUpdate, SaveFilePartRequest, User,
-        update,
+        CompleteUploadRequest, Dialog, File, InputPeer, Message, PtsUpdate, SaveFilePartRequest,
+        User, update,
     },
 };
 use tonic::{Status, Streaming};
@@ -219,6 +219,32 @@ impl TestClient {
     pub async fn full_difference(&self, pts: i32) -> anyhow::Result<(Vec<Difference>, i32)> {
         Ok(self.client.full_difference(pts).await?)
     }
+}
+
+/// `device`'s dialog with `peer`, once it satisfies `ok` (`None`: the dialog is not listed),
+/// polled for up to 10 s: dialogs are a projection of the log and follow it.
+pub async fn dialog_when(
+    device: &TestClient,
+    peer: i64,
+    what: &str,
+    ok: impl Fn(Option<&Dialog>) -> bool,
+) -> anyhow::Result<Option<Dialog>> {
+    crate::eventually(std::time::Duration::from_secs(10), what, || async {
+        let page = device.dialogs_page().await?;
+        let dialog = page.dialogs.into_iter().find(|d| d.peer_user() == peer);
+        Ok(ok(dialog.as_ref()).then_some(dialog))
+    })
+    .await
+}
+
+/// `device`'s message `id` of its dialog with `peer`, as history shows it now.
+pub async fn in_history(device: &TestClient, peer: i64, id: i64) -> anyhow::Result<Message> {
+    device
+        .history(peer)
+        .await?
+        .into_iter()
+        .find(|m| m.id == id)
+        .with_context(|| format!("message {id} is not in the history"))
 }
 
 /// The stable error code of a status.

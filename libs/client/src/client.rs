@@ -11,13 +11,14 @@ use oxigram_proto::{
         ForwardMessagesResponse, GetContactsRequest, GetDialogsRequest, GetDifferenceRequest,
         GetHistoryRequest, GetMeRequest, GetPrivacyRequest, GetStateRequest, ImportContactsRequest,
         ImportedContacts, InputContact, MessagesSlice, PrivacyChanged, ProfileChanged,
-        ReadHistoryRequest, ReadMessageContentsRequest, ResolvePhoneRequest,
+        ReadHistoryRequest, ReadMessageContentsRequest, ReadReactionsRequest, ResolvePhoneRequest,
         ResolveUsernameRequest, SendCodeRequest, SendMessageAction, SendMessageRequest,
-        SendMessageResponse, SetTypingRequest, SetTypingResponse, SignInRequest, SignUpRequest,
-        StreamEvent, StreamRequest, UpdateProfileRequest, UpdateStatusRequest,
-        UpdateStatusResponse, UpdateUsernameRequest, account_client::AccountClient,
-        auth_client::AuthClient, contacts_client::ContactsClient, dialogs_client::DialogsClient,
-        messages_client::MessagesClient, updates_client::UpdatesClient, users_client::UsersClient,
+        SendMessageResponse, SendReactionRequest, SetTypingRequest, SetTypingResponse,
+        SignInRequest, SignUpRequest, StreamEvent, StreamRequest, UpdateProfileRequest,
+        UpdateStatusRequest, UpdateStatusResponse, UpdateUsernameRequest,
+        account_client::AccountClient, auth_client::AuthClient, contacts_client::ContactsClient,
+        dialogs_client::DialogsClient, messages_client::MessagesClient,
+        updates_client::UpdatesClient, users_client::UsersClient,
     },
     types::v1::{
         DialogFilter, DialogFilters, EditPeerFoldersRequest, GetNotifySettingsRequest,
@@ -364,6 +365,34 @@ impl Client {
         let d = self.deadline;
         let request = ReadMessageContentsRequest { ids };
         d.unary(self.messages().read_message_contents(d.request(request)))
+            .await
+    }
+
+    /// Sets this user's reaction to her message `msg_id` of the dialog with `peer` (an emoji,
+    /// replacing her previous one), or removes it (empty). Both owners' devices get
+    /// `UpdateMessageReactions`; `pts_count` 0 when it was her reaction already.
+    pub async fn send_reaction(
+        &self,
+        peer: InputPeer,
+        msg_id: i64,
+        reaction: &str,
+    ) -> Result<AffectedMessages, Error> {
+        let d = self.deadline;
+        let request = SendReactionRequest {
+            peer: Some(peer),
+            msg_id,
+            reaction: reaction.to_owned(),
+        };
+        d.unary(self.messages().send_reaction(d.request(request)))
+            .await
+    }
+
+    /// Marks the reactions to this user's messages of the dialog with `peer` seen: the dialog's
+    /// unread reactions become 0 on every device (`UpdateReadReactions`).
+    pub async fn read_reactions(&self, peer: InputPeer) -> Result<AffectedMessages, Error> {
+        let d = self.deadline;
+        let request = ReadReactionsRequest { peer: Some(peer) };
+        d.unary(self.messages().read_reactions(d.request(request)))
             .await
     }
 

@@ -23,7 +23,7 @@ use oxigram_proto::{
     dialog_rules::{FOLDER_ARCHIVE, FOLDER_MAIN, MAX_PINNED_DIALOGS, filter_order},
     types::v1::{
         Dialog, DialogFilter, DraftMessage, InputPeer, Message, Peer, PeerNotifySettings,
-        PrivacyRule, PtsUpdate, User, privacy_rule, update,
+        PrivacyRule, PtsUpdate, UpdateMessageReactions, User, privacy_rule, update,
     },
 };
 
@@ -54,6 +54,8 @@ pub struct LocalDialog {
     pub draft: Option<DraftMessage>,
     /// The owner hid the dialog's peer settings bar.
     pub settings_bar_hidden: bool,
+    /// Reactions of the peer to the owner's messages she has not seen.
+    pub unread_reactions_count: i32,
     /// The dialog's messages the device knows, by box id.
     pub messages: BTreeMap<i64, Message>,
 }
@@ -83,6 +85,7 @@ impl LocalDialog {
                 .then_some(self.notify_settings),
             draft: self.draft.clone(),
             settings_bar_hidden: self.settings_bar_hidden,
+            unread_reactions_count: self.unread_reactions_count,
         }
     }
 
@@ -201,6 +204,16 @@ impl Mirror {
             }
             update::Kind::DeleteMessages(deleted) => self.delete_messages(&deleted.ids),
             update::Kind::ReadMessageContents(read) => self.read_contents(&read.messages),
+            update::Kind::MessageReactions(u) => self.reactions(u),
+            update::Kind::ReadReactions(u) => {
+                let d = self.dialog_mut(u.peer_user());
+                d.unread_reactions_count = 0;
+                for id in &u.messages {
+                    if let Some(m) = d.messages.get_mut(id) {
+                        m.reaction_unread = false;
+                    }
+                }
+            }
             update::Kind::DialogPinned(u) => self.pin(u.peer_user(), u.pinned),
             update::Kind::PinnedDialogs(u) => {
                 let order: Vec<i64> = u.order.iter().filter_map(Peer::user_id).collect();
@@ -380,6 +393,19 @@ impl Mirror {
         }
     }
 
+    /// The reactions to a message of the owner's changed: a message the copy holds shows them,
+    /// and the dialog counts its unread reactions as svc-dialogs does, by the change of the
+    /// message's flag (a message the copy lacks moves nothing).
+    fn reactions(&mut self, u: &UpdateMessageReactions) {
+        let d = self.dialog_mut(u.peer_user());
+        if let Some(m) = d.messages.get_mut(&u.msg_id) {
+            let moved = i32::from(u.reaction_unread) - i32::from(m.reaction_unread);
+            m.reactions.clone_from(&u.reactions);
+            m.reaction_unread = u.reaction_unread;
+            d.unread_reactions_count += moved;
+        }
+    }
+
     /// Messages deleted from the owner's boxes, by her ids (any dialogs): each one unread
     /// stops counting, and the dialogs they were in get their newest remaining message as
     /// top (none left: `GetDialogs` leaves the dialog out until a new message arrives).
@@ -399,6 +425,7 @@ impl Mirror {
                 if d.counts_as_unread(&m) {
                     d.unread_count = (d.unread_count - 1).max(0);
                 }
+                d.unread_reactions_count -= i32::from(m.reaction_unread);
                 touched.push(d.peer_user_id);
             }
         }
@@ -608,6 +635,7 @@ impl Mirror {
                 notify_settings: dialog.notify_settings.unwrap_or_default(),
                 draft: dialog.draft,
                 settings_bar_hidden: dialog.settings_bar_hidden,
+                unread_reactions_count: dialog.unread_reactions_count,
                 messages,
             },
         );
@@ -618,8 +646,9 @@ impl Mirror {
 #[cfg(test)]
 mod tests {
     use oxigram_proto::types::v1::{
-        Update, UpdateDeleteMessages, UpdateDeliveredOutbox, UpdateEditMessage, UpdateNewMessage,
-        UpdateReadHistoryInbox, UpdateReadHistoryOutbox, UpdateReadMessageContents,
+        ReactionCount, Update, UpdateDeleteMessages, UpdateDeliveredOutbox, UpdateEditMessage,
+        UpdateNewMessage, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+        UpdateReadMessageContents, UpdateReadReactions,
     };
 
     use super::*;
@@ -852,6 +881,68 @@ mod tests {
             "only 2 stays unplayed: {unplayed:?}"
         );
         assert!(unplayed.contains(&(2, true)));
+    }
+
+    #[test]
+    fn reactions_show_on_held_messages_and_count_until_read() {
+        let sent = |id: i64| {
+            wrap(update::Kind::NewMessage(UpdateNewMessage {
+                message: Some(message(id, BOB, true, "mine")),
+                random_id: 0,
+            }))
+        };
+        let reacted = |id: i64, reaction: &str, unread: bool| {
+            let reactions = match reaction {
+                "" => vec![],
+                r => vec![ReactionCount {
+                    reaction: r.into(),
+                    count: 1,
+                    chosen_by_me: false,
+                }],
+            };
+            wrap(update::Kind::MessageReactions(UpdateMessageReactions {
+                peer: Some(Peer::user(BOB)),
+                msg_id: id,
+                reactions,
+                reaction_unread: unread,
+            }))
+        };
+        let count = |m: &Mirror| m.dialog(BOB).map(|d| d.unread_reactions_count);
+        let mut mirror = mirror_of(&[sent(1), sent(2), sent(3)]);
+        // (update, the dialog's unread reactions after it)
+        let steps = [
+            (reacted(1, "👍", true), 1),
+            (reacted(1, "❤", true), 1),
+            (reacted(2, "🔥", true), 2),
+            (reacted(2, "", false), 1),
+            // A message the copy does not hold moves nothing.
+            (reacted(99, "👍", true), 1),
+            (reacted(3, "😂", true), 2),
+        ];
+        for (i, (update, want)) in steps.iter().enumerate() {
+            mirror.apply(update);
+            assert_eq!(count(&mirror), Some(*want), "step {i}");
+        }
+        let held = |m: &Mirror, id: i64| {
+            m.history(BOB).into_iter().find(|h| h.id == id).map(|h| {
+                (
+                    h.reactions
+                        .iter()
+                        .map(|r| r.reaction.clone())
+                        .collect::<Vec<_>>(),
+                    h.reaction_unread,
+                )
+            })
+        };
+        assert_eq!(held(&mirror, 1), Some((vec!["❤".to_owned()], true)));
+        assert_eq!(held(&mirror, 2), Some((vec![], false)));
+        mirror.apply(&wrap(update::Kind::ReadReactions(UpdateReadReactions {
+            peer: Some(Peer::user(BOB)),
+            messages: vec![1, 3],
+        })));
+        assert_eq!(count(&mirror), Some(0));
+        assert_eq!(held(&mirror, 1), Some((vec!["❤".to_owned()], false)));
+        assert_eq!(held(&mirror, 3).map(|h| h.1), Some(false));
     }
 
     #[test]

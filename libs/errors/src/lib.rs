@@ -26,6 +26,9 @@ pub enum ErrorCode {
     MessageNotReadYet,
     /// Only a message's author may edit it.
     MessageAuthorRequired,
+    /// A reaction that is not an emoji: longer than 16 code points, with a space or a control
+    /// character, or plain ASCII.
+    ReactionInvalid,
     /// An edit that changes nothing.
     MessageNotModified,
     /// The peer blocked the editor: her box of the message is left as it is.
@@ -198,6 +201,7 @@ impl ErrorCode {
             Self::MessageNotReadYet => "MESSAGE_NOT_READ_YET",
             Self::MessageAuthorRequired => "MESSAGE_AUTHOR_REQUIRED",
             Self::MessageNotModified => "MESSAGE_NOT_MODIFIED",
+            Self::ReactionInvalid => "REACTION_INVALID",
             Self::EditMessagesForbidden => "EDIT_MESSAGES_FORBIDDEN",
             Self::EntitiesTooLong => "ENTITIES_TOO_LONG",
             Self::EntityBoundsInvalid => "ENTITY_BOUNDS_INVALID",

@@ -69,6 +69,7 @@ pub fn dialogs_hash(dialogs: &[Dialog]) -> i64 {
             notify.mute_until as u64,
             draft.0 as u64,
             draft.1 as u64,
+            d.unread_reactions_count as u64,
         ] {
             h = step(h, value);
         }
@@ -121,6 +122,10 @@ mod tests {
             ("order", Box::new(|p| p.swap(0, 1))),
             ("a new top message", Box::new(|p| p[0].top_message_id = 6)),
             ("unread count", Box::new(|p| p[1].unread_count = 1)),
+            (
+                "unread reactions",
+                Box::new(|p| p[1].unread_reactions_count = 1),
+            ),
             ("pinned", Box::new(|p| p[0].pinned = true)),
             ("unread mark", Box::new(|p| p[0].unread_mark = true)),
             ("folder", Box::new(|p| p[0].folder_id = 1)),

@@ -48,7 +48,7 @@ package!(
         ToggleDialogPinRequest, UpdateDialogFilterRequest, UpdateDialogFiltersOrderRequest,
         UpdateNotifySettingsRequest, GetMessageFileRequest, InputMedia, InputSingleMedia,
         MessageMedia, PhotoSize, SendMediaRequest, SendMediaResponse, UploadByHashRequest,
-        ReadMessageContentsRequest,
+        ReadMessageContentsRequest, SendReactionRequest, ReadReactionsRequest,
     };
 );
 
@@ -142,8 +142,9 @@ mod peers {
     }
     use crate::types::v1::{
         Dialog, FolderPeer, Message, UpdateDeliveredOutbox, UpdateDialogPinned,
-        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateNotifySettings,
+        UpdateDialogUnreadMark, UpdateDraftMessage, UpdateMessageReactions, UpdateNotifySettings,
         UpdatePeerSettingsBarHidden, UpdateReadHistoryInbox, UpdateReadHistoryOutbox,
+        UpdateReadReactions,
     };
     peer_user!(
         Message => peer_id,
@@ -157,6 +158,8 @@ mod peers {
         UpdateReadHistoryInbox => peer,
         UpdateReadHistoryOutbox => peer,
         UpdateDeliveredOutbox => peer,
+        UpdateMessageReactions => peer,
+        UpdateReadReactions => peer,
     );
 }
 pub use peers::{require as require_peer, resolve as resolve_peer};

@@ -266,7 +266,7 @@ pub fn message(message: &ox::Message) -> enums::Message {
         edit_date: (message.edit_date != 0).then(|| int(message.edit_date)),
         post_author: None,
         grouped_id: (message.grouped_id != 0).then_some(message.grouped_id),
-        reactions: None,
+        reactions: (!message.reactions.is_empty()).then(|| reactions(&message.reactions)),
         restriction_reason: None,
         ttl_period: None,
         quick_reply_shortcut_id: None,
@@ -348,6 +348,30 @@ pub fn notify_settings(settings: Option<&ox::PeerNotifySettings>) -> enums::Peer
     })
 }
 
+/// A message's reactions as Telegram lists them: each emoji's count, the owner's own marked
+/// chosen (first and only: one reaction per user).
+pub fn reactions(reactions: &[ox::ReactionCount]) -> enums::MessageReactions {
+    enums::MessageReactions::Reactions(types::MessageReactions {
+        min: false,
+        can_see_list: false,
+        reactions_as_tags: false,
+        results: reactions
+            .iter()
+            .map(|r| {
+                enums::ReactionCount::Count(types::ReactionCount {
+                    chosen_order: r.chosen_by_me.then_some(0),
+                    reaction: enums::Reaction::Emoji(types::ReactionEmoji {
+                        emoticon: r.reaction.clone(),
+                    }),
+                    count: r.count,
+                })
+            })
+            .collect(),
+        recent_reactions: None,
+        top_reactors: None,
+    })
+}
+
 /// A dialog of the owner's list.
 pub fn dialog(dialog: &ox::Dialog) -> enums::Dialog {
     enums::Dialog::Dialog(types::Dialog {
@@ -360,7 +384,7 @@ pub fn dialog(dialog: &ox::Dialog) -> enums::Dialog {
         read_outbox_max_id: int(dialog.read_outbox_max_id),
         unread_count: dialog.unread_count,
         unread_mentions_count: 0,
-        unread_reactions_count: 0,
+        unread_reactions_count: dialog.unread_reactions_count,
         unread_poll_votes_count: 0,
         notify_settings: notify_settings(dialog.notify_settings.as_ref()),
         pts: None,

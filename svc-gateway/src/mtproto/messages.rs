@@ -56,6 +56,12 @@ pub async fn answer(
             read_message_contents(gateway, header, query).await
         }
         functions::messages::Search::CONSTRUCTOR_ID => search(gateway, header, query).await,
+        functions::messages::SendReaction::CONSTRUCTOR_ID => {
+            send_reaction(gateway, header, query).await
+        }
+        functions::messages::ReadReactions::CONSTRUCTOR_ID => {
+            read_reactions(gateway, header, query).await
+        }
         functions::messages::GetDialogs::CONSTRUCTOR_ID => {
             get_dialogs(gateway, header, query).await
         }
@@ -274,6 +280,95 @@ async fn read_message_contents(
         .map_err(status)?
         .into_inner();
     Ok(affected(done.pts, done.pts_count))
+}
+
+/// messages.sendReaction: the first emoji of `reaction` replaces the caller's reaction, none
+/// removes it. The answer is Telegram's: `updateMessageReactions` with the message's reactions
+/// now, and the pts the call moved (a reaction is logged, Telegram's update carries no pts).
+async fn send_reaction(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    query: &[u8],
+) -> Result<Vec<u8>, RpcError> {
+    let wanted: functions::messages::SendReaction = read(query)?;
+    let me = signed_in(gateway, header).await?;
+    let reaction = match wanted.reaction.as_deref().unwrap_or_default().first() {
+        None | Some(enums::Reaction::Empty) => String::new(),
+        Some(enums::Reaction::Emoji(e)) => e.emoticon.clone(),
+        Some(_) => return Err(RpcError::new(400, "REACTION_INVALID")),
+    };
+    let peer = convert::input_peer(&wanted.peer)?;
+    let sent = MessagesApi(gateway.clone())
+        .send_reaction(request(
+            header,
+            ox::SendReactionRequest {
+                peer: Some(peer),
+                msg_id: i64::from(wanted.msg_id),
+                reaction,
+            },
+        )?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    let found = MessagesApi(gateway.clone())
+        .get_messages(request(
+            header,
+            ox::GetMessagesRequest {
+                ids: vec![i64::from(wanted.msg_id)],
+            },
+        )?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    let message = found
+        .messages
+        .into_iter()
+        .next()
+        .ok_or_else(|| RpcError::new(400, "MESSAGE_ID_INVALID"))?;
+    let mut updates = vec![enums::Update::MessageReactions(
+        types::UpdateMessageReactions {
+            peer: convert::peer(message.peer_id.as_ref()),
+            msg_id: wanted.msg_id,
+            top_msg_id: None,
+            saved_peer_id: None,
+            reactions: convert::reactions(&message.reactions),
+        },
+    )];
+    if sent.pts_count > 0 {
+        updates.push(updates::pts_update(&ox::PtsUpdate {
+            pts: sent.pts,
+            pts_count: sent.pts_count,
+            ..Default::default()
+        }));
+    }
+    own_updates(gateway, me, updates, &[message]).await
+}
+
+/// messages.readReactions: the dialog's unread reactions are read; affectedHistory (offset 0:
+/// one call reads them all).
+async fn read_reactions(
+    gateway: &Arc<Gateway>,
+    header: &str,
+    query: &[u8],
+) -> Result<Vec<u8>, RpcError> {
+    let wanted: functions::messages::ReadReactions = read(query)?;
+    let peer = convert::input_peer(&wanted.peer)?;
+    let done = MessagesApi(gateway.clone())
+        .read_reactions(request(
+            header,
+            ox::ReadReactionsRequest { peer: Some(peer) },
+        )?)
+        .await
+        .map_err(status)?
+        .into_inner();
+    Ok(
+        enums::messages::AffectedHistory::History(types::messages::AffectedHistory {
+            pts: tl_pts(done.pts),
+            pts_count: done.pts_count,
+            offset: 0,
+        })
+        .to_bytes(),
+    )
 }
 
 /// `updates` carrying the caller's own updates of a call and the users they name.

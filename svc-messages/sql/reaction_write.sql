@@ -1,0 +1,4 @@
+-- A user's one reaction to a body, set or replaced (primary key of message_reactions).
+INSERT INTO message_reactions (body_id, user_id, reaction, date)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (body_id, user_id) DO UPDATE SET reaction = EXCLUDED.reaction, date = EXCLUDED.date
