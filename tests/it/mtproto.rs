@@ -1058,8 +1058,24 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
         user_id: bob_user.id,
         access_hash: 0,
     });
+    // Each part is its own future on the heap, so this body's debug-build frame holds none of
+    // their temporaries (as one body, the test outgrew the test thread's stack).
+    let bytes = Box::pin(missing_parts(&mut ann, &to_bob)).await?;
+    let his = Box::pin(an_album_of_three(&mut ann, &mut bob, &to_bob, ann_user.id)).await?;
+    Box::pin(bad_albums(
+        &mut ann,
+        &mut bob,
+        &to_bob,
+        ann_user.id,
+        his.len(),
+    ))
+    .await?;
+    let users = (&mut ann, &mut bob, &mut cat);
+    Box::pin(media_by_id(users, &to_bob, ann_user.id, &bytes)).await
+}
 
-    // A missing part is named by its number; once it is saved, the same send goes through.
+/// A missing part is named by its number; once it is saved, the same send goes through.
+async fn missing_parts(ann: &mut Client, to_bob: &enums::InputPeer) -> anyhow::Result<Vec<u8>> {
     let bytes: Vec<u8> = (0..4 * 4096u32).map(|i| (i * 13 % 251) as u8).collect();
     for (part, chunk) in bytes.chunks(4096).enumerate() {
         if part != 2 {
@@ -1120,19 +1136,28 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
         let refused = rpc_refusal(ann.invoke(&big(parts)).await);
         assert_eq!(refused, Some((400, name.to_owned())), "{parts} parts");
     }
+    Ok(bytes)
+}
 
-    // An album of three reaches Bob as three messages of one group, captions each their own.
+/// An album of three reaches Bob as three messages of one group, captions each their own;
+/// answers Bob's history with Ann.
+async fn an_album_of_three(
+    ann: &mut Client,
+    bob: &mut Client,
+    to_bob: &enums::InputPeer,
+    ann_id: i64,
+) -> anyhow::Result<Vec<types::Message>> {
     let mut items = Vec::new();
     for (i, caption) in ["one", "two", "three"].into_iter().enumerate() {
         let content = vec![i as u8 + 1; 5000 + i];
-        let file = upload(&mut ann, 90 + i as i64, &content, 4096, "a.bin").await?;
+        let file = upload(ann, 90 + i as i64, &content, 4096, "a.bin").await?;
         items.push((
             uploaded_document(file, &format!("{caption}.bin")),
             100 + i as i64,
             caption,
         ));
     }
-    let sent = ann.invoke(&album(&to_bob, items)).await?;
+    let sent = ann.invoke(&album(to_bob, items)).await?;
     let (random_ids, mine) = new_messages(&sent);
     assert_eq!(random_ids, [100, 101, 102]);
     let group = mine
@@ -1148,12 +1173,12 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
         if pushed_groups.len() >= 3 {
             break;
         }
-        let (_, pushed) = new_messages(&next_updates(&mut bob).await?);
+        let (_, pushed) = new_messages(&next_updates(bob).await?);
         pushed_groups.extend(pushed.iter().filter_map(|m| m.grouped_id));
     }
     assert_eq!(pushed_groups.len(), 3, "{pushed_groups:?}");
     assert!(pushed_groups.windows(2).all(|w| w[0] == w[1]));
-    let his = history_with(&mut bob, ann_user.id).await?;
+    let his = history_with(bob, ann_id).await?;
     let grouped: Vec<&str> = his
         .iter()
         .filter(|m| m.grouped_id.is_some())
@@ -1162,8 +1187,17 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
     assert_eq!(grouped, ["three", "two", "one"]);
     let his_group = his.first().and_then(|m| m.grouped_id);
     assert!(his.iter().take(3).all(|m| m.grouped_id == his_group));
+    Ok(his)
+}
 
-    // One bad item refuses the whole album: nothing more is sent.
+/// One bad item refuses the whole album: nothing more is sent.
+async fn bad_albums(
+    ann: &mut Client,
+    bob: &mut Client,
+    to_bob: &enums::InputPeer,
+    ann_id: i64,
+    count_before: usize,
+) -> anyhow::Result<()> {
     let good = |id: i64| {
         uploaded_document(
             enums::InputFile::File(types::InputFile {
@@ -1215,15 +1249,23 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
     ];
     for (items, name) in bad_albums {
         let n = items.len();
-        let refused = rpc_refusal(ann.invoke(&album(&to_bob, items)).await);
+        let refused = rpc_refusal(ann.invoke(&album(to_bob, items)).await);
         assert_eq!(refused, Some((400, name.to_owned())), "{n} items");
     }
-    let count = history_with(&mut bob, ann_user.id).await?.len();
-    assert_eq!(count, his.len(), "a refused album sent something");
+    let count = history_with(bob, ann_id).await?.len();
+    assert_eq!(count, count_before, "a refused album sent something");
+    Ok(())
+}
 
-    // Uploaded as media first (as clients upload an album), then sent by id: a photo with its
-    // sizes and a document with its name.
-    let photo_file = upload(&mut ann, 110, &jpeg(400, 300)?, 64 * 1024, "p.jpg").await?;
+/// Uploaded as media first (as clients upload an album), then sent by id: a photo with its
+/// sizes and a document with its name.
+async fn media_by_id(
+    (ann, bob, cat): (&mut Client, &mut Client, &mut Client),
+    to_bob: &enums::InputPeer,
+    ann_id: i64,
+    bytes: &[u8],
+) -> anyhow::Result<()> {
+    let photo_file = upload(ann, 110, &jpeg(400, 300)?, 64 * 1024, "p.jpg").await?;
     let photo = ann
         .invoke(&functions::messages::UploadMedia {
             business_connection_id: None,
@@ -1238,7 +1280,7 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
     else {
         anyhow::bail!("uploadMedia answered {photo:?}");
     };
-    let doc_file = upload(&mut ann, 111, b"notes\n", 4096, "notes.txt").await?;
+    let doc_file = upload(ann, 111, b"notes\n", 4096, "notes.txt").await?;
     let doc = ann
         .invoke(&functions::messages::UploadMedia {
             business_connection_id: None,
@@ -1266,7 +1308,7 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
     });
     let sent = ann
         .invoke(&album(
-            &to_bob,
+            to_bob,
             vec![
                 (by_id_photo, 300, "a photo"),
                 (document_by_id(&doc), 301, ""),
@@ -1285,7 +1327,7 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
     assert!(notes.attributes.iter().any(|a| matches!(a,
         enums::DocumentAttribute::Filename(f) if f.file_name == "notes.txt")));
     // Media from uploadMedia is sent, not downloaded: its reference names no message.
-    let refused = rpc_refusal(get_file(&mut ann, &document_location(&doc), 0, 4096).await);
+    let refused = rpc_refusal(get_file(ann, &document_location(&doc), 0, 4096).await);
     assert_eq!(refused, Some((400, "LOCATION_INVALID".to_owned())));
     // A reference cut short names nothing; the id must be the reference's own file.
     let mut cut = doc.clone();
@@ -1293,25 +1335,25 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
     let mut other_id = doc.clone();
     other_id.id += 1;
     for forged in [cut, other_id] {
-        let send = send_by_id(&to_bob, document_by_id(&forged), 302);
+        let send = send_by_id(to_bob, document_by_id(&forged), 302);
         let refused = rpc_refusal(ann.invoke(&send).await);
         assert_eq!(refused, Some((400, "MEDIA_INVALID".to_owned())));
     }
     // Another user presenting Ann's upload sends nothing: the file is not hers.
     let refused = rpc_refusal(
-        cat.invoke(&send_by_id(&to_bob, document_by_id(&doc), 303))
+        cat.invoke(&send_by_id(to_bob, document_by_id(&doc), 303))
             .await,
     );
     assert_eq!(refused, Some((400, "FILE_ID_INVALID".to_owned())));
 
     // Bob sends Ann's file back by id, from the message he holds: Ann gets the same bytes.
-    let his = history_with(&mut bob, ann_user.id).await?;
+    let his = history_with(bob, ann_id).await?;
     let received = his
         .iter()
         .find_map(|m| document_in(m).filter(|d| d.size == bytes.len() as i64))
         .context("Bob has not the four-part file")?;
     let to_ann = enums::InputPeer::User(types::InputPeerUser {
-        user_id: ann_user.id,
+        user_id: ann_id,
         access_hash: 0,
     });
     let back = bob
@@ -1323,7 +1365,7 @@ async fn mtproto_albums_missing_parts_and_files_by_id() -> anyhow::Result<()> {
         (bytes.len() as i64, "text/plain")
     );
     assert_eq!(
-        download(&mut bob, &document_location(&resent), 4096).await?,
+        download(bob, &document_location(&resent), 4096).await?,
         bytes
     );
     // Cat holds no such message: Bob's reference sends nothing of hers.

@@ -137,10 +137,20 @@ impl Client {
     }
 
     /// Calls a typed function and reads its typed answer.
-    pub async fn invoke<R: RemoteCall>(&mut self, request: &R) -> Result<R::Return, ClientError> {
-        let answer = self.invoke_raw(request.to_bytes()).await?;
-        R::Return::deserialize(&mut Cursor::from_slice(&answer))
-            .map_err(|e| ClientError::Decode(e.to_string()))
+    ///
+    /// The exchange runs as a future on the heap, so what a caller awaits is a pointer: a long
+    /// test awaiting many calls in one body would otherwise keep a slot of the whole exchange
+    /// per call in its debug-build frame and outgrow a thread's stack.
+    pub fn invoke<R: RemoteCall>(
+        &mut self,
+        request: &R,
+    ) -> impl Future<Output = Result<R::Return, ClientError>> + Send + '_ {
+        let exchange = Box::pin(self.invoke_raw(request.to_bytes()));
+        async move {
+            let answer = exchange.await?;
+            R::Return::deserialize(&mut Cursor::from_slice(&answer))
+                .map_err(|e| ClientError::Decode(e.to_string()))
+        }
     }
 
     /// Calls a serialised function; the first call is wrapped in `invokeWithLayer` and

@@ -404,10 +404,15 @@ pub async fn answer(
             get_contacts(gateway, header, me, wanted.hash).await
         }
         _ => {
-            if let Some(answer) = media::answer(gateway, uploads, header, id, query).await {
+            // Each family of methods is its own future on the heap, so the stack of a call
+            // holds one family's frame beneath this match's, not every family's at once (a
+            // debug build gives each arm's temporaries their own slots).
+            if let Some(answer) = Box::pin(media::answer(gateway, uploads, header, id, query)).await
+            {
                 return answer;
             }
-            if let Some(answer) = messages::answer(gateway, uploads, header, id, query).await {
+            let messages = messages::answer(gateway, uploads, header, id, query);
+            if let Some(answer) = Box::pin(messages).await {
                 return answer;
             }
             tracing::debug!(method = oxigram_tl::name_for_id(id), layer = ?call.layer, "MTProto method not supported");
