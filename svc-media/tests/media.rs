@@ -413,7 +413,8 @@ async fn the_collector_takes_what_no_message_took_and_shared_content_last() -> a
     let shared = pattern(10_000, 5);
     let a = upload(&s.media, 1, 1, &shared, "a").await?;
     let b = upload(&s.media, 2, 1, &shared, "b").await?;
-    let lone = upload(&s.media, 1, 2, &pattern(9_000, 6), "lone").await?;
+    // A content of three parts: every one of its blobs goes with it.
+    let lone = upload(&s.media, 1, 2, &pattern(1_100_000, 6), "lone").await?;
     // An unfinished upload.
     s.media
         .save_file_part(Request::new(SaveFilePartRequest {
@@ -472,7 +473,8 @@ async fn the_collector_takes_what_no_message_took_and_shared_content_last() -> a
             .await?
             .is_none()
     );
-    // Only the shared content's blob is left in the store.
+    // Only the shared content's blob is left in the store (the duplicate's part went when it
+    // completed).
     let left = walk(&s.dir);
     assert_eq!(left, 1, "blobs left: {left}");
     Ok(())
@@ -567,5 +569,46 @@ async fn uploads_and_ranged_reads_work_on_an_s3_compatible_server() -> anyhow::R
         .into_inner();
     let expected = [first, second].concat();
     assert_eq!(resumed.sha256, hex::encode(Sha256::digest(&expected)));
+    // The same file_id again after completion: the first content stays as it was.
+    for (part, chunk) in [(0, &pattern(512 * 1024, 11)), (1, &pattern(10, 12))] {
+        media
+            .save_file_part(Request::new(SaveFilePartRequest {
+                owner_id: 1,
+                request: Some(types::SaveFilePartRequest {
+                    file_id: 2,
+                    part,
+                    bytes: chunk.clone(),
+                }),
+            }))
+            .await?;
+    }
+    let resumed_content: i64 = sqlx::query_scalar("SELECT file_id FROM file_refs WHERE id = $1")
+        .bind(resumed.id)
+        .fetch_one(&db.pool)
+        .await?;
+    assert!(read_whole(&media, resumed_content).await? == expected);
+    // A duplicate of the big content, then the collector: the big content's blobs all go.
+    let dup = upload(&media, 2, 5, &bytes, "dup.bin").await?;
+    assert_eq!(dup.sha256, file.sha256);
+    let done = media
+        .collect_garbage(Request::new(CollectGarbageRequest { grace_seconds: 0 }))
+        .await?
+        .into_inner();
+    // The two parts of the second upload; the big content and the resumed one.
+    assert_eq!((done.parts_deleted, done.contents_deleted), (2, 2));
+    let blobs: i64 = sqlx::query_scalar("SELECT count(*) FROM content_blobs")
+        .fetch_one(&db.pool)
+        .await?;
+    assert_eq!(blobs, 0);
+    let err = media
+        .read_content(Request::new(ReadContentRequest {
+            file_id: content,
+            offset: 0,
+            limit: 4096,
+        }))
+        .await
+        .err()
+        .map(|e| code_of(&e));
+    assert_eq!(err, Some(Some("FILE_ID_INVALID".to_owned())));
     Ok(())
 }
