@@ -29,18 +29,11 @@ async fn upload(
     name: &str,
 ) -> anyhow::Result<types::File> {
     let chunks: Vec<&[u8]> = bytes.chunks(512 * 1024).collect();
-    for (p, chunk) in chunks.iter().enumerate() {
-        media
-            .save_file_part(Request::new(SaveFilePartRequest {
-                owner_id,
-                request: Some(types::SaveFilePartRequest {
-                    file_id: upload_id,
-                    part: p as i32,
-                    bytes: chunk.to_vec(),
-                }),
-            }))
-            .await?;
-    }
+    let parts = chunks
+        .iter()
+        .enumerate()
+        .map(|(p, c)| (p as i32, c.to_vec()));
+    save_parts(media, owner_id, upload_id, parts).await?;
     Ok(media
         .complete_upload(Request::new(CompleteUploadRequest {
             owner_id,
@@ -52,6 +45,28 @@ async fn upload(
         }))
         .await?
         .into_inner())
+}
+
+/// Saves `parts` (part, bytes) of `owner`'s upload `upload_id`, in the order given.
+async fn save_parts(
+    media: &MediaService,
+    owner_id: i64,
+    upload_id: i64,
+    parts: impl IntoIterator<Item = (i32, Vec<u8>)>,
+) -> anyhow::Result<()> {
+    for (part, bytes) in parts {
+        media
+            .save_file_part(Request::new(SaveFilePartRequest {
+                owner_id,
+                request: Some(types::SaveFilePartRequest {
+                    file_id: upload_id,
+                    part,
+                    bytes,
+                }),
+            }))
+            .await?;
+    }
+    Ok(())
 }
 
 /// The whole content `file_id` read by content id, chunk by chunk of 1 MiB.
@@ -544,18 +559,12 @@ async fn uploads_and_ranged_reads_work_on_an_s3_compatible_server() -> anyhow::R
     // A re-sent part replaces the first: the upload resumes.
     let first = pattern(512 * 1024, 8);
     let second = pattern(1000, 9);
-    for (part, chunk) in [(0, &pattern(512 * 1024, 10)), (1, &second), (0, &first)] {
-        media
-            .save_file_part(Request::new(SaveFilePartRequest {
-                owner_id: 1,
-                request: Some(types::SaveFilePartRequest {
-                    file_id: 2,
-                    part,
-                    bytes: chunk.clone(),
-                }),
-            }))
-            .await?;
-    }
+    let resends = [
+        (0, pattern(512 * 1024, 10)),
+        (1, second.clone()),
+        (0, first.clone()),
+    ];
+    save_parts(&media, 1, 2, resends).await?;
     let resumed = media
         .complete_upload(Request::new(CompleteUploadRequest {
             owner_id: 1,
@@ -570,18 +579,13 @@ async fn uploads_and_ranged_reads_work_on_an_s3_compatible_server() -> anyhow::R
     let expected = [first, second].concat();
     assert_eq!(resumed.sha256, hex::encode(Sha256::digest(&expected)));
     // The same file_id again after completion: the first content stays as it was.
-    for (part, chunk) in [(0, &pattern(512 * 1024, 11)), (1, &pattern(10, 12))] {
-        media
-            .save_file_part(Request::new(SaveFilePartRequest {
-                owner_id: 1,
-                request: Some(types::SaveFilePartRequest {
-                    file_id: 2,
-                    part,
-                    bytes: chunk.clone(),
-                }),
-            }))
-            .await?;
-    }
+    save_parts(
+        &media,
+        1,
+        2,
+        [(0, pattern(512 * 1024, 11)), (1, pattern(10, 12))],
+    )
+    .await?;
     let resumed_content: i64 = sqlx::query_scalar("SELECT file_id FROM file_refs WHERE id = $1")
         .bind(resumed.id)
         .fetch_one(&db.pool)
