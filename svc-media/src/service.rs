@@ -70,7 +70,7 @@ const WINDOW_READS: usize = 4;
 /// Attempts at storing a part whose row a completion or another re-send changes meanwhile.
 const SAVE_ATTEMPTS: usize = 3;
 
-/// A fresh key for a content's blob.
+/// A fresh key for the one blob of a content the server makes (a photo's size, a thumbnail).
 fn content_key() -> String {
     format!("blobs/{}", uuid::Uuid::new_v4())
 }
