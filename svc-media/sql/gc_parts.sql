@@ -9,4 +9,4 @@ USING (
     FOR UPDATE SKIP LOCKED
 ) old
 WHERE p.owner_id = old.owner_id AND p.file_id = old.file_id AND p.part = old.part
-RETURNING p.owner_id, p.file_id, p.part
+RETURNING p.blob_key

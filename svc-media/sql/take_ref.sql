@@ -5,5 +5,5 @@ WITH taken AS (
     WHERE id = $1 AND owner_id = $2
     RETURNING file_id, name
 )
-SELECT f.id AS file_id, f.sha256, f.size, f.blob_key, t.name
+SELECT f.id AS file_id, f.sha256, f.size, t.name
 FROM taken t JOIN files f ON f.id = t.file_id

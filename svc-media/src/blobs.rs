@@ -1,32 +1,27 @@
 //! Blob storage through `object_store`: local files by default, any S3-compatible store by
-//! configuration (`[media.s3]`, credentials from the environment). Uploaded parts are small
-//! objects; a file is assembled from its parts by a multipart upload, one part read at a time,
-//! so neither assembly nor a ranged read ever holds a whole file in memory.
+//! configuration (`[media.s3]`, credentials from the environment). Every blob is written once,
+//! under a key of its own, and only deleted afterwards: an uploaded part is a blob, and a
+//! completed upload's parts stay where they are as the blobs of its content (svc-media's
+//! `content_blobs` says which bytes of a content each holds), so each uploaded byte is written
+//! once and a download is a ranged read of the one or few blobs its window spans. A content
+//! the server makes (a photo's size, a thumbnail) is one blob. No call holds a whole file in
+//! memory: a blob is at most a part (512 KiB) or a made image (10 MiB at most).
 
 use std::sync::Arc;
 
 use object_store::{
-    ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart, aws::AmazonS3Builder,
-    local::LocalFileSystem, path::Path,
+    ObjectStore, ObjectStoreExt, PutPayload, aws::AmazonS3Builder, local::LocalFileSystem,
+    path::Path,
 };
 use oxigram_kit::config::{MediaConfig, S3Config};
-use sha2::{Digest, Sha256};
 
 /// A blob store's failure.
 pub type BlobError = object_store::Error;
-
-/// Smallest chunk of a multipart upload that S3 accepts (but the last).
-pub const MIN_MULTIPART_CHUNK: usize = 5 * 1024 * 1024;
-/// Chunks of one assembly in flight at once: with the chunk being filled, what an assembly
-/// holds in memory is at most `(IN_FLIGHT + 1) × chunk` plus one part.
-const IN_FLIGHT: usize = 2;
 
 /// The blob store of svc-media.
 #[derive(Clone)]
 pub struct Blobs {
     store: Arc<dyn ObjectStore>,
-    /// The size of one multipart chunk of an assembly.
-    chunk: usize,
 }
 
 impl Blobs {
@@ -36,7 +31,6 @@ impl Blobs {
         let store = LocalFileSystem::new_with_prefix(root)?.with_automatic_cleanup(true);
         Ok(Self {
             store: Arc::new(store),
-            chunk: MIN_MULTIPART_CHUNK,
         })
     }
 
@@ -68,13 +62,13 @@ impl Blobs {
                 .with_access_key_id(id)
                 .with_secret_access_key(secret);
         }
+        // `multipart_chunk_mib` is no longer used: nothing is assembled by a multipart upload.
         Ok(Self {
             store: Arc::new(builder.build()?),
-            chunk: (s3.multipart_chunk_mib.max(5) as usize) * 1024 * 1024,
         })
     }
 
-    /// Stores `bytes` under `key`, replacing what was there.
+    /// Stores `bytes` under `key`: a fresh key of the caller's (no blob is ever written twice).
     pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
         self.store
             .put(&Path::from(key), PutPayload::from(bytes))
@@ -91,38 +85,10 @@ impl Blobs {
         Ok(bytes.to_vec())
     }
 
-    /// The whole blob `key`, for small ones only (a part, an image to make sizes of).
+    /// The whole blob `key`, for small ones only (a part to hash, an image to make sizes of).
     pub async fn read_all(&self, key: &str) -> Result<Vec<u8>, BlobError> {
         let got = self.store.get(&Path::from(key)).await?;
         Ok(got.bytes().await?.to_vec())
-    }
-
-    /// Concatenates `parts` into `dest` by a multipart upload, reading one part at a time;
-    /// returns the size and the SHA-256 (hex) of the result. On failure the upload is
-    /// aborted and nothing is left under `dest`.
-    pub async fn compose(&self, parts: &[String], dest: &str) -> Result<(u64, String), BlobError> {
-        let upload = self.store.put_multipart(&Path::from(dest)).await?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, self.chunk);
-        let mut hasher = Sha256::new();
-        let mut size = 0u64;
-        for part in parts {
-            let bytes = match self.read_all(part).await {
-                Ok(bytes) => bytes,
-                Err(err) => {
-                    let _ = writer.abort().await;
-                    return Err(err);
-                }
-            };
-            hasher.update(&bytes);
-            size += bytes.len() as u64;
-            if let Err(err) = writer.wait_for_capacity(IN_FLIGHT).await {
-                let _ = writer.abort().await;
-                return Err(err);
-            }
-            writer.write(&bytes);
-        }
-        writer.finish().await?;
-        Ok((size, hex::encode(hasher.finalize())))
     }
 
     /// Deletes `key`; a key that is not there is no error.

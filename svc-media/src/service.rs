@@ -2,6 +2,7 @@
 //! or by a reader whose right the gateway checked through a message), the snapshot a message
 //! keeps of a file (a photo's sizes made here), instant upload by hash, and the collector.
 
+use futures::StreamExt;
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     media::v1::{
@@ -54,11 +55,22 @@ fn io(err: impl std::fmt::Display) -> Status {
     Error::internal(err).into()
 }
 
+/// A fresh key for one put of a part: a re-sent part, or the same part of a later upload with
+/// the same file_id, gets a key of its own, so a put never overwrites a blob that a completion
+/// is hashing or that a content holds.
 fn part_key(owner: i64, file_id: i64, part: i32) -> String {
-    format!("parts/{owner}/{file_id}/{part}")
+    format!("parts/{owner}/{file_id}/{part}.{}", uuid::Uuid::new_v4())
 }
 
-/// A fresh key for a content's blob.
+/// Parts read ahead of the hash while an upload completes (each at most 512 KiB).
+const HASH_READ_AHEAD: usize = 4;
+/// Blobs of a download window read at once (a window of 1 MiB spans two parts of 512 KiB, or
+/// more of smaller parts).
+const WINDOW_READS: usize = 4;
+/// Attempts at storing a part whose row a completion or another re-send changes meanwhile.
+const SAVE_ATTEMPTS: usize = 3;
+
+/// A fresh key for the one blob of a content the server makes (a photo's size, a thumbnail).
 fn content_key() -> String {
     format!("blobs/{}", uuid::Uuid::new_v4())
 }
@@ -99,17 +111,36 @@ fn media_invalid(detail: &str) -> Status {
 }
 
 impl MediaService {
-    /// The chunk `offset..offset+limit` of `file`, after the range rules.
+    /// The chunk `offset..offset+limit` of `file`, after the range rules: ranged reads of the
+    /// blobs the window spans, in order.
     async fn chunk(&self, file: &StoredFile, offset: i64, limit: i32) -> Result<FileChunk, Status> {
         let end = (offset + i64::from(limit)).min(file.size);
-        let bytes = match offset >= file.size {
-            true => vec![],
-            false => self
-                .blobs
-                .read_range(&file.blob_key, offset as u64, end as u64)
+        let mut bytes = Vec::new();
+        if offset < file.size {
+            let blobs = store::blobs_in_window(&self.pool, file.file_id, offset, end)
                 .await
-                .map_err(io)?,
-        };
+                .map_err(Error::from)?;
+            let store = self.blobs.clone();
+            let reads = blobs.into_iter().map(move |b| {
+                let from = (offset.max(b.byte_offset) - b.byte_offset) as u64;
+                let to = (end.min(b.byte_offset + b.size) - b.byte_offset) as u64;
+                let store = store.clone();
+                async move { store.read_range(&b.blob_key, from, to).await }
+            });
+            let mut reads = futures::stream::iter(reads).buffered(WINDOW_READS);
+            bytes.reserve((end - offset) as usize);
+            while let Some(read) = reads.next().await {
+                bytes.extend_from_slice(&read.map_err(io)?);
+            }
+            // The blobs of a content cover it without a gap; a short read is a broken store.
+            if bytes.len() as i64 != end - offset {
+                return Err(io(format!(
+                    "content {} has {} bytes at {offset}..{end}",
+                    file.file_id,
+                    bytes.len()
+                )));
+            }
+        }
         Ok(FileChunk {
             bytes,
             size: file.size,
@@ -124,14 +155,20 @@ impl MediaService {
         let key = content_key();
         self.blobs.put(&key, bytes).await.map_err(io)?;
         let mut tx = self.pool.begin().await.map_err(Error::from)?;
-        let file = store::insert_file(&mut tx, &sha256, size, &key)
+        let file = store::insert_file(&mut tx, &sha256, size)
             .await
             .map_err(Error::from)?;
+        // A content made as one blob stays one blob.
+        if file.inserted {
+            store::insert_content_blob(&mut tx, file.id, size, &key)
+                .await
+                .map_err(Error::from)?;
+        }
         store::insert_file_ref(&mut tx, owner, file.id, name, true)
             .await
             .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
-        if file.blob_key != key {
+        if !file.inserted {
             self.blobs.delete(&key).await.map_err(io)?;
         }
         Ok(file.id)
@@ -142,7 +179,13 @@ impl MediaService {
         if file.size > sizes::MAX_PHOTO_BYTES {
             return Err(media_invalid(&format!("{what} is larger than 10 MiB")));
         }
-        let bytes = self.blobs.read_all(&file.blob_key).await.map_err(io)?;
+        let mut bytes = Vec::with_capacity(file.size as usize);
+        for blob in store::blobs_in_window(&self.pool, file.file_id, 0, file.size)
+            .await
+            .map_err(Error::from)?
+        {
+            bytes.extend_from_slice(&self.blobs.read_all(&blob.blob_key).await.map_err(io)?);
+        }
         let decoded = tokio::task::spawn_blocking(move || Photo::decode(&bytes))
             .await
             .map_err(io)?;
@@ -286,15 +329,36 @@ impl Media for MediaService {
             ));
         }
         let size = r.bytes.len() as i32;
-        // A re-sent part overwrites the blob and the row alike: an upload resumes from any
-        // part.
-        self.blobs
-            .put(&part_key(owner_id, r.file_id, r.part), r.bytes)
-            .await
-            .map_err(io)?;
-        store::save_part(&self.pool, owner_id, r.file_id, r.part, size)
-            .await
-            .map_err(Error::from)?;
+        // Every put goes to a fresh key; the row then names it. A re-sent part replaces the
+        // row, and the blob it replaced goes after: an upload resumes from any part.
+        let key = part_key(owner_id, r.file_id, r.part);
+        self.blobs.put(&key, r.bytes).await.map_err(io)?;
+        let mut replaced = None;
+        for attempt in 1..=SAVE_ATTEMPTS {
+            if store::insert_part(&self.pool, owner_id, r.file_id, r.part, size, &key)
+                .await
+                .map_err(Error::from)?
+            {
+                break;
+            }
+            replaced = store::replace_part(&self.pool, owner_id, r.file_id, r.part, size, &key)
+                .await
+                .map_err(Error::from)?;
+            if replaced.is_some() {
+                break;
+            }
+            // A completion took the part between the two statements: the part starts the next
+            // upload with this file_id.
+            if attempt == SAVE_ATTEMPTS {
+                let _ = self.blobs.delete(&key).await;
+                return Err(io("the part's upload kept changing while it was stored"));
+            }
+        }
+        if let Some(old) = replaced
+            && let Err(err) = self.blobs.delete(&old).await
+        {
+            tracing::warn!(error = %err, key = old, "could not delete a replaced part");
+        }
         Ok(Response::new(SaveFilePartResponse {}))
     }
 
@@ -316,42 +380,63 @@ impl Media for MediaService {
             .await
             .map_err(Error::from)?;
         if stored.len() != r.parts as usize
-            || stored.iter().enumerate().any(|(i, p)| *p != i as i32)
+            || stored.iter().enumerate().any(|(i, p)| p.part != i as i32)
         {
             // The stored parts ascend, without repeats: the first missing one is the first
             // place where a part is not its own index.
-            let first_missing = (0..r.parts).find(|p| stored.get(*p as usize) != Some(p));
+            let first_missing =
+                (0..r.parts).find(|p| stored.get(*p as usize).map(|s| s.part) != Some(*p));
             return Err(oxigram_errors::file_part_missing(first_missing));
         }
-        let keys: Vec<String> = stored
-            .iter()
-            .map(|p| part_key(owner_id, r.file_id, *p))
-            .collect();
-        let key = content_key();
-        let (size, sha256) = self.blobs.compose(&keys, &key).await.map_err(io)?;
+        // The parts are read once, to hash them; their blobs become the content's as they are.
+        let mut hasher = Sha256::new();
+        let mut size = 0i64;
+        let blobs = self.blobs.clone();
+        let keys: Vec<String> = stored.iter().map(|p| p.blob_key.clone()).collect();
+        let mut reads = futures::stream::iter(keys.into_iter().map(move |key| {
+            let blobs = blobs.clone();
+            async move { blobs.read_all(&key).await }
+        }))
+        .buffered(HASH_READ_AHEAD);
+        while let Some(bytes) = reads.next().await {
+            let bytes = bytes.map_err(io)?;
+            hasher.update(&bytes);
+            size += bytes.len() as i64;
+        }
+        drop(reads);
+        let sha256 = hex::encode(hasher.finalize());
         let mut tx = self.pool.begin().await.map_err(Error::from)?;
-        // The same content is stored once: a content there already keeps its blob.
-        let file = store::insert_file(&mut tx, &sha256, size as i64, &key)
+        // The same content is stored once: a content there already keeps its blobs.
+        let file = store::insert_file(&mut tx, &sha256, size)
             .await
             .map_err(Error::from)?;
+        let taken = store::take_parts(&mut tx, owner_id, r.file_id, file.id, file.inserted)
+            .await
+            .map_err(Error::from)?;
+        if taken != stored {
+            // A part was re-sent while the upload completed: what was hashed is not what the
+            // upload holds now. Nothing changes; completing again hashes the parts as they are.
+            tx.rollback().await.map_err(Error::from)?;
+            return Err(status(
+                ErrorCode::FilePartsInvalid,
+                "a part changed while the upload completed; complete it again",
+            ));
+        }
         let ref_id = store::insert_file_ref(&mut tx, owner_id, file.id, &name, false)
             .await
             .map_err(Error::from)?;
-        store::delete_parts(&mut tx, owner_id, r.file_id)
-            .await
-            .map_err(Error::from)?;
         tx.commit().await.map_err(Error::from)?;
-        if file.blob_key != key {
-            self.blobs.delete(&key).await.map_err(io)?;
-        }
-        for key in &keys {
-            if let Err(err) = self.blobs.delete(key).await {
-                tracing::warn!(error = %err, key, "could not delete an uploaded part");
+        if !file.inserted {
+            // A duplicate: its parts are not needed.
+            for part in &taken {
+                if let Err(err) = self.blobs.delete(&part.blob_key).await {
+                    tracing::warn!(error = %err, key = part.blob_key, "could not delete a duplicate's part");
+                }
             }
         }
         Ok(Response::new(File {
             id: ref_id,
-            size: size as i64,
+            size,
             sha256,
             name,
         }))
@@ -477,11 +562,8 @@ impl MediaService {
             let parts = store::collect_parts(&self.pool, grace_seconds, GC_BATCH)
                 .await
                 .map_err(Error::from)?;
-            for p in &parts {
-                self.blobs
-                    .delete(&part_key(p.owner_id, p.file_id, p.part))
-                    .await
-                    .map_err(io)?;
+            for key in &parts {
+                self.blobs.delete(key).await.map_err(io)?;
             }
             done.parts_deleted += parts.len() as i64;
             if (parts.len() as i64) < GC_BATCH {
@@ -497,11 +579,14 @@ impl MediaService {
             files.dedup();
             for file_id in files {
                 // A content shared by dedupe goes only with its last reference.
-                if let Some(key) = store::collect_content(&self.pool, file_id)
+                let keys = store::collect_content(&self.pool, file_id)
                     .await
-                    .map_err(Error::from)?
-                {
-                    self.blobs.delete(&key).await.map_err(io)?;
+                    .map_err(Error::from)?;
+                // Every blob of the content: its parts, or its one blob.
+                for key in &keys {
+                    self.blobs.delete(key).await.map_err(io)?;
+                }
+                if !keys.is_empty() {
                     done.contents_deleted += 1;
                 }
             }

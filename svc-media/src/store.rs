@@ -1,25 +1,56 @@
-//! The SQL of uploads, files and owners' references to them. Statements of more than a line
-//! are in `sql/`.
+//! The SQL of uploads, files, the blobs a file is stored in, and owners' references to them.
+//! Statements of more than a line are in `sql/`.
 
 use sqlx::{PgConnection, PgPool};
 
-/// Records part `part` of upload `file_id` of `owner`, `size` bytes; a re-sent part replaces
-/// the earlier one.
-pub async fn save_part(
+/// Stores part `part` of upload `file_id` of `owner`, `size` bytes in blob `blob_key`, when the
+/// upload had no such part; false when it had (then [`replace_part`] replaces it).
+pub async fn insert_part(
     pool: &PgPool,
     owner: i64,
     file_id: i64,
     part: i32,
     size: i32,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(include_str!("../sql/save_part.sql"))
+    blob_key: &str,
+) -> Result<bool, sqlx::Error> {
+    let inserted: Option<i32> = sqlx::query_scalar(include_str!("../sql/insert_part.sql"))
         .bind(owner)
         .bind(file_id)
         .bind(part)
         .bind(size)
-        .execute(pool)
+        .bind(blob_key)
+        .fetch_optional(pool)
         .await?;
-    Ok(())
+    Ok(inserted.is_some())
+}
+
+/// Replaces the stored part `part` of upload `file_id` of `owner` by `size` bytes in blob
+/// `blob_key`; the blob key it had (to delete), or None when the part is not stored (any
+/// more: a completion took it meanwhile).
+pub async fn replace_part(
+    pool: &PgPool,
+    owner: i64,
+    file_id: i64,
+    part: i32,
+    size: i32,
+    blob_key: &str,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/replace_part.sql"))
+        .bind(owner)
+        .bind(file_id)
+        .bind(part)
+        .bind(size)
+        .bind(blob_key)
+        .fetch_optional(pool)
+        .await
+}
+
+/// A stored part of an upload.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredPart {
+    pub part: i32,
+    pub size: i32,
+    pub blob_key: String,
 }
 
 /// The parts of an upload stored so far, in order (primary key of upload_parts).
@@ -27,9 +58,9 @@ pub async fn stored_parts(
     pool: &PgPool,
     owner: i64,
     file_id: i64,
-) -> Result<Vec<i32>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT part FROM upload_parts WHERE owner_id = $1 AND file_id = $2 ORDER BY part",
+) -> Result<Vec<StoredPart>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT part, size, blob_key FROM upload_parts WHERE owner_id = $1 AND file_id = $2 ORDER BY part",
     )
     .bind(owner)
     .bind(file_id)
@@ -48,28 +79,88 @@ pub async fn file_by_sha256(
         .await
 }
 
-/// A content as stored: its id and where its blob is.
+/// A content as stored.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct InsertedFile {
     pub id: i64,
-    /// The blob of the content: the one given, unless the content was there already.
-    pub blob_key: String,
+    /// Whether this call stored it: false when the content was there already (then it keeps
+    /// its own blobs, and the caller's are not needed).
+    pub inserted: bool,
 }
 
-/// Stores a content's file with its blob under `blob_key`; the file of the content as it is
-/// stored (the existing one when the content is there, with its own blob). The row stays
-/// locked until the transaction ends, so the collector cannot take it meanwhile.
+/// Stores a content's file (once per content); its blobs are the caller's to record when it
+/// was stored by this call ([`take_parts`], [`insert_content_blob`]). The row stays locked
+/// until the transaction ends, so the collector cannot take it meanwhile.
 pub async fn insert_file(
     tx: &mut PgConnection,
     sha256: &str,
     size: i64,
-    blob_key: &str,
 ) -> Result<InsertedFile, sqlx::Error> {
     sqlx::query_as(include_str!("../sql/insert_file.sql"))
         .bind(sha256)
         .bind(size)
-        .bind(blob_key)
         .fetch_one(tx)
+        .await
+}
+
+/// Takes the parts of upload `file_id` of `owner` out of the upload (it is closed: the same
+/// file_id starts a new upload, with new blobs); with `place`, they become the blobs of
+/// content `content`. The parts taken, in order.
+pub async fn take_parts(
+    tx: &mut PgConnection,
+    owner: i64,
+    file_id: i64,
+    content: i64,
+    place: bool,
+) -> Result<Vec<StoredPart>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/take_parts.sql"))
+        .bind(owner)
+        .bind(file_id)
+        .bind(content)
+        .bind(place)
+        .fetch_all(tx)
+        .await
+}
+
+/// Records the single blob `blob_key` of content `file_id`, `size` bytes (a content the server
+/// made; primary key of content_blobs).
+pub async fn insert_content_blob(
+    tx: &mut PgConnection,
+    file_id: i64,
+    size: i64,
+    blob_key: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO content_blobs (file_id, byte_offset, size, blob_key) VALUES ($1, 0, $2, $3)",
+    )
+    .bind(file_id)
+    .bind(size)
+    .bind(blob_key)
+    .execute(tx)
+    .await?;
+    Ok(())
+}
+
+/// One blob of a content: its bytes are the content's `byte_offset..byte_offset + size`.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ContentBlob {
+    pub byte_offset: i64,
+    pub size: i64,
+    pub blob_key: String,
+}
+
+/// The blobs of content `file_id` that its bytes `start..end` span, in order.
+pub async fn blobs_in_window(
+    pool: &PgPool,
+    file_id: i64,
+    start: i64,
+    end: i64,
+) -> Result<Vec<ContentBlob>, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/blobs_in_window.sql"))
+        .bind(file_id)
+        .bind(start)
+        .bind(end)
+        .fetch_all(pool)
         .await
 }
 
@@ -93,20 +184,6 @@ pub async fn insert_file_ref(
     .await
 }
 
-/// Forgets the parts of a completed upload (primary key of upload_parts, its prefix).
-pub async fn delete_parts(
-    tx: &mut PgConnection,
-    owner: i64,
-    file_id: i64,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM upload_parts WHERE owner_id = $1 AND file_id = $2")
-        .bind(owner)
-        .bind(file_id)
-        .execute(tx)
-        .await?;
-    Ok(())
-}
-
 /// A stored content, as a file reference (or a content id) names it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredFile {
@@ -114,7 +191,6 @@ pub struct StoredFile {
     pub file_id: i64,
     pub sha256: String,
     pub size: i64,
-    pub blob_key: String,
     /// The reference's name (empty when read by content id).
     pub name: String,
 }
@@ -148,12 +224,10 @@ pub async fn take_ref(
 
 /// A content by its id (primary key of files).
 pub async fn content(pool: &PgPool, file_id: i64) -> Result<Option<StoredFile>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id AS file_id, sha256, size, blob_key, '' AS name FROM files WHERE id = $1",
-    )
-    .bind(file_id)
-    .fetch_optional(pool)
-    .await
+    sqlx::query_as("SELECT id AS file_id, sha256, size, '' AS name FROM files WHERE id = $1")
+        .bind(file_id)
+        .fetch_optional(pool)
+        .await
 }
 
 /// The content with hash `sha256`, when `owner` holds a file of it or `visible` (the caller
@@ -172,22 +246,14 @@ pub async fn owner_file_of_hash(
         .await
 }
 
-/// A part of an unfinished upload the collector removed.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct StalePart {
-    pub owner_id: i64,
-    pub file_id: i64,
-    pub part: i32,
-}
-
-/// Removes up to `limit` parts older than `grace_seconds` (upload_parts_age); their blobs are
-/// the caller's to delete.
+/// Removes up to `limit` parts older than `grace_seconds` (upload_parts_age); their blob keys,
+/// for the caller to delete.
 pub async fn collect_parts(
     pool: &PgPool,
     grace_seconds: i64,
     limit: i64,
-) -> Result<Vec<StalePart>, sqlx::Error> {
-    sqlx::query_as(include_str!("../sql/gc_parts.sql"))
+) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/gc_parts.sql"))
         .bind(grace_seconds as f64)
         .bind(limit)
         .fetch_all(pool)
@@ -208,16 +274,17 @@ pub async fn collect_refs(
         .await
 }
 
-/// Removes content `file_id` when no reference to it is left (file_refs_file); its blob key
-/// then, for the caller to delete. A reference made meanwhile keeps it.
-pub async fn collect_content(pool: &PgPool, file_id: i64) -> Result<Option<String>, sqlx::Error> {
+/// Removes content `file_id` when no reference to it is left (file_refs_file); the keys of its
+/// blobs then, for the caller to delete (none when it stays). A reference made meanwhile keeps
+/// it.
+pub async fn collect_content(pool: &PgPool, file_id: i64) -> Result<Vec<String>, sqlx::Error> {
     let removed = sqlx::query_scalar(include_str!("../sql/gc_content.sql"))
         .bind(file_id)
-        .fetch_optional(pool)
+        .fetch_all(pool)
         .await;
     match removed {
         // A reference committed while the delete waited for the row: the content stays.
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23503") => Ok(None),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("23503") => Ok(vec![]),
         other => other,
     }
 }

@@ -29,18 +29,11 @@ async fn upload(
     name: &str,
 ) -> anyhow::Result<types::File> {
     let chunks: Vec<&[u8]> = bytes.chunks(512 * 1024).collect();
-    for (p, chunk) in chunks.iter().enumerate() {
-        media
-            .save_file_part(Request::new(SaveFilePartRequest {
-                owner_id,
-                request: Some(types::SaveFilePartRequest {
-                    file_id: upload_id,
-                    part: p as i32,
-                    bytes: chunk.to_vec(),
-                }),
-            }))
-            .await?;
-    }
+    let parts = chunks
+        .iter()
+        .enumerate()
+        .map(|(p, c)| (p as i32, c.to_vec()));
+    save_parts(media, owner_id, upload_id, parts).await?;
     Ok(media
         .complete_upload(Request::new(CompleteUploadRequest {
             owner_id,
@@ -52,6 +45,28 @@ async fn upload(
         }))
         .await?
         .into_inner())
+}
+
+/// Saves `parts` (part, bytes) of `owner`'s upload `upload_id`, in the order given.
+async fn save_parts(
+    media: &MediaService,
+    owner_id: i64,
+    upload_id: i64,
+    parts: impl IntoIterator<Item = (i32, Vec<u8>)>,
+) -> anyhow::Result<()> {
+    for (part, bytes) in parts {
+        media
+            .save_file_part(Request::new(SaveFilePartRequest {
+                owner_id,
+                request: Some(types::SaveFilePartRequest {
+                    file_id: upload_id,
+                    part,
+                    bytes,
+                }),
+            }))
+            .await?;
+    }
+    Ok(())
 }
 
 /// The whole content `file_id` read by content id, chunk by chunk of 1 MiB.
@@ -413,7 +428,8 @@ async fn the_collector_takes_what_no_message_took_and_shared_content_last() -> a
     let shared = pattern(10_000, 5);
     let a = upload(&s.media, 1, 1, &shared, "a").await?;
     let b = upload(&s.media, 2, 1, &shared, "b").await?;
-    let lone = upload(&s.media, 1, 2, &pattern(9_000, 6), "lone").await?;
+    // A content of three parts: every one of its blobs goes with it.
+    let lone = upload(&s.media, 1, 2, &pattern(1_100_000, 6), "lone").await?;
     // An unfinished upload.
     s.media
         .save_file_part(Request::new(SaveFilePartRequest {
@@ -472,7 +488,8 @@ async fn the_collector_takes_what_no_message_took_and_shared_content_last() -> a
             .await?
             .is_none()
     );
-    // Only the shared content's blob is left in the store.
+    // Only the shared content's blob is left in the store (the duplicate's part went when it
+    // completed).
     let left = walk(&s.dir);
     assert_eq!(left, 1, "blobs left: {left}");
     Ok(())
@@ -542,18 +559,12 @@ async fn uploads_and_ranged_reads_work_on_an_s3_compatible_server() -> anyhow::R
     // A re-sent part replaces the first: the upload resumes.
     let first = pattern(512 * 1024, 8);
     let second = pattern(1000, 9);
-    for (part, chunk) in [(0, &pattern(512 * 1024, 10)), (1, &second), (0, &first)] {
-        media
-            .save_file_part(Request::new(SaveFilePartRequest {
-                owner_id: 1,
-                request: Some(types::SaveFilePartRequest {
-                    file_id: 2,
-                    part,
-                    bytes: chunk.clone(),
-                }),
-            }))
-            .await?;
-    }
+    let resends = [
+        (0, pattern(512 * 1024, 10)),
+        (1, second.clone()),
+        (0, first.clone()),
+    ];
+    save_parts(&media, 1, 2, resends).await?;
     let resumed = media
         .complete_upload(Request::new(CompleteUploadRequest {
             owner_id: 1,
@@ -567,5 +578,41 @@ async fn uploads_and_ranged_reads_work_on_an_s3_compatible_server() -> anyhow::R
         .into_inner();
     let expected = [first, second].concat();
     assert_eq!(resumed.sha256, hex::encode(Sha256::digest(&expected)));
+    // The same file_id again after completion: the first content stays as it was.
+    save_parts(
+        &media,
+        1,
+        2,
+        [(0, pattern(512 * 1024, 11)), (1, pattern(10, 12))],
+    )
+    .await?;
+    let resumed_content: i64 = sqlx::query_scalar("SELECT file_id FROM file_refs WHERE id = $1")
+        .bind(resumed.id)
+        .fetch_one(&db.pool)
+        .await?;
+    assert!(read_whole(&media, resumed_content).await? == expected);
+    // A duplicate of the big content, then the collector: the big content's blobs all go.
+    let dup = upload(&media, 2, 5, &bytes, "dup.bin").await?;
+    assert_eq!(dup.sha256, file.sha256);
+    let done = media
+        .collect_garbage(Request::new(CollectGarbageRequest { grace_seconds: 0 }))
+        .await?
+        .into_inner();
+    // The two parts of the second upload; the big content and the resumed one.
+    assert_eq!((done.parts_deleted, done.contents_deleted), (2, 2));
+    let blobs: i64 = sqlx::query_scalar("SELECT count(*) FROM content_blobs")
+        .fetch_one(&db.pool)
+        .await?;
+    assert_eq!(blobs, 0);
+    let err = media
+        .read_content(Request::new(ReadContentRequest {
+            file_id: content,
+            offset: 0,
+            limit: 4096,
+        }))
+        .await
+        .err()
+        .map(|e| code_of(&e));
+    assert_eq!(err, Some(Some("FILE_ID_INVALID".to_owned())));
     Ok(())
 }

@@ -44,28 +44,81 @@ fn get(owner_id: i64, id: i64, offset: i64, limit: i32) -> GetFileRequest {
 }
 
 #[tokio::test]
-async fn parts_are_recorded_once_each_in_order() -> anyhow::Result<()> {
+async fn parts_are_recorded_once_each_in_order_and_taken_by_their_content() -> anyhow::Result<()> {
     let db = schema().await?;
     let pool = &db.pool;
-    for (p, size) in [(2, 30), (0, 10), (1, 20), (2, 31)] {
-        media::save_part(pool, 1, 77, p, size).await?;
+    for (p, size) in [(2, 30), (0, 10), (1, 20)] {
+        assert!(media::insert_part(pool, 1, 77, p, size, &format!("k{p}")).await?);
     }
-    media::save_part(pool, 2, 77, 5, 1).await?;
-    assert_eq!(media::stored_parts(pool, 1, 77).await?, vec![0, 1, 2]);
-    assert_eq!(media::stored_parts(pool, 2, 77).await?, vec![5]);
+    // A re-sent part is not inserted again; it replaces the stored one, whose key comes back.
+    assert!(!media::insert_part(pool, 1, 77, 2, 31, "k2b").await?);
+    assert_eq!(
+        media::replace_part(pool, 1, 77, 2, 31, "k2b").await?,
+        Some("k2".to_owned())
+    );
+    assert_eq!(media::replace_part(pool, 1, 78, 0, 1, "none").await?, None);
+    assert!(media::insert_part(pool, 2, 77, 5, 1, "other").await?);
+    let part = |part, size, key: &str| media::StoredPart {
+        part,
+        size,
+        blob_key: key.into(),
+    };
+    let mine = vec![part(0, 10, "k0"), part(1, 20, "k1"), part(2, 31, "k2b")];
+    assert_eq!(media::stored_parts(pool, 1, 77).await?, mine);
+    assert_eq!(
+        media::stored_parts(pool, 2, 77).await?,
+        vec![part(5, 1, "other")]
+    );
     assert!(media::stored_parts(pool, 1, 78).await?.is_empty());
-    let resent: i32 = sqlx::query_scalar(
-        "SELECT size FROM upload_parts WHERE owner_id = 1 AND file_id = 77 AND part = 2",
-    )
-    .fetch_one(pool)
-    .await?;
-    assert_eq!(resent, 31);
 
+    // Completion: the parts leave the upload and become the content's blobs at their offsets.
     let mut tx = pool.begin().await?;
-    media::delete_parts(&mut tx, 1, 77).await?;
+    let file = media::insert_file(&mut tx, "cc", 61).await?;
+    assert!(file.inserted);
+    assert_eq!(
+        media::take_parts(&mut tx, 1, 77, file.id, true).await?,
+        mine
+    );
     tx.commit().await?;
     assert!(media::stored_parts(pool, 1, 77).await?.is_empty());
-    assert_eq!(media::stored_parts(pool, 2, 77).await?, vec![5]);
+    assert_eq!(
+        media::stored_parts(pool, 2, 77).await?,
+        vec![part(5, 1, "other")]
+    );
+    let blob = |byte_offset, size, key: &str| media::ContentBlob {
+        byte_offset,
+        size,
+        blob_key: key.into(),
+    };
+    // (window) -> the blobs it spans
+    for ((start, end), expected) in [
+        (
+            (0, 61),
+            vec![blob(0, 10, "k0"), blob(10, 20, "k1"), blob(30, 31, "k2b")],
+        ),
+        ((0, 10), vec![blob(0, 10, "k0")]),
+        ((9, 11), vec![blob(0, 10, "k0"), blob(10, 20, "k1")]),
+        ((10, 30), vec![blob(10, 20, "k1")]),
+        ((29, 61), vec![blob(10, 20, "k1"), blob(30, 31, "k2b")]),
+        ((60, 61), vec![blob(30, 31, "k2b")]),
+    ] {
+        assert_eq!(
+            media::blobs_in_window(pool, file.id, start, end).await?,
+            expected,
+            "{start}..{end}"
+        );
+    }
+    // The same content again (a duplicate): the parts are taken but not placed.
+    assert!(media::insert_part(pool, 1, 77, 0, 61, "dup").await?);
+    let mut tx = pool.begin().await?;
+    let again = media::insert_file(&mut tx, "cc", 61).await?;
+    assert_eq!((again.id, again.inserted), (file.id, false));
+    assert_eq!(
+        media::take_parts(&mut tx, 1, 77, again.id, false).await?,
+        vec![part(0, 61, "dup")]
+    );
+    tx.commit().await?;
+    assert_eq!(media::blobs_in_window(pool, file.id, 0, 61).await?.len(), 3);
     Ok(())
 }
 
@@ -75,15 +128,14 @@ async fn files_are_stored_once_per_content_and_read_only_by_their_owners() -> an
     let pool = &db.pool;
     let mut tx = pool.begin().await?;
     assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, None);
-    let file = media::insert_file(&mut tx, "aa", 5, "blobs/first").await?;
-    assert_eq!(file.blob_key, "blobs/first");
+    let file = media::insert_file(&mut tx, "aa", 5).await?;
+    assert!(file.inserted);
+    media::insert_content_blob(&mut tx, file.id, 5, "blobs/first").await?;
     assert_eq!(media::file_by_sha256(&mut tx, "aa").await?, Some(file.id));
-    // The same content again: the same file, with the blob it was stored with first.
-    assert_eq!(
-        media::insert_file(&mut tx, "aa", 5, "blobs/second").await?,
-        file
-    );
-    let other = media::insert_file(&mut tx, "bb", 9, "blobs/other").await?;
+    // The same content again: the same file, not stored by this call.
+    let again = media::insert_file(&mut tx, "aa", 5).await?;
+    assert_eq!((again.id, again.inserted), (file.id, false));
+    let other = media::insert_file(&mut tx, "bb", 9).await?;
     assert_ne!(other.id, file.id);
     let alice_ref = media::insert_file_ref(&mut tx, 1, file.id, "a.txt", false).await?;
     let bob_ref = media::insert_file_ref(&mut tx, 2, file.id, "b.txt", false).await?;
@@ -95,7 +147,6 @@ async fn files_are_stored_once_per_content_and_read_only_by_their_owners() -> an
             file_id: file.id,
             sha256: "aa".into(),
             size: 5,
-            blob_key: "blobs/first".into(),
             name: name.into(),
         })
     };
@@ -153,8 +204,8 @@ async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow
         .await?;
     assert_eq!(files, 1);
     assert!(media::stored_parts(&s.db.pool, 1, 10).await?.is_empty());
-    // The content is one blob, and no part is left behind.
-    assert_eq!(blob_files(&s.dir), 1);
+    // The content keeps the three blobs it was uploaded in; the duplicate's parts are gone.
+    assert_eq!(blob_files(&s.dir), 3);
 
     const MIB: usize = 1024 * 1024;
     // (offset, limit) -> bytes
@@ -166,6 +217,13 @@ async fn an_upload_completes_into_a_deduplicated_file_read_in_ranges() -> anyhow
         ((MIB, MIB), &content[MIB..]),
         ((MIB + 196 * 1024, 8192), &content[MIB + 196 * 1024..]),
         ((2 * MIB, 4096), &[][..]),
+        // Windows across the part boundaries (at 512 KiB and 1 MiB).
+        (
+            (512 * 1024 - 4096, 8192),
+            &content[512 * 1024 - 4096..512 * 1024 + 4096],
+        ),
+        ((256 * 1024, 512 * 1024), &content[256 * 1024..768 * 1024]),
+        ((MIB - 8192, 8192), &content[MIB - 8192..MIB]),
     ] {
         let chunk = s
             .media
@@ -294,5 +352,58 @@ async fn bad_requests_get_their_codes() -> anyhow::Result<()> {
             .map(|e| code_of(&e));
         assert_eq!(err, Some(Some(code.to_owned())), "{label}");
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_file_id_used_again_after_completion_leaves_the_first_content_alone() -> anyhow::Result<()>
+{
+    let s = local().await?;
+    // Parts of uneven sizes (a client may cut them so): windows span several of them.
+    let first = pattern(300_000);
+    let cuts = [0, 100_000, 104_096, 250_000, 300_000];
+    for (p, w) in cuts.windows(2).enumerate() {
+        s.media
+            .save_file_part(Request::new(part(1, 10, p as i32, &first[w[0]..w[1]])))
+            .await?;
+    }
+    let info = s
+        .media
+        .complete_upload(Request::new(complete(1, 10, 4, "first")))
+        .await?
+        .into_inner();
+    // The same file_id again, other bytes: a new upload, with blobs of its own.
+    let second: Vec<u8> = pattern(200_000).iter().map(|b| b ^ 0x5a).collect();
+    for (p, bytes) in second.chunks(100_000).enumerate() {
+        s.media
+            .save_file_part(Request::new(part(1, 10, p as i32, bytes)))
+            .await?;
+    }
+    // Before it completes and after, the first content reads back as it was.
+    let read = |id: i64| {
+        let media = &s.media;
+        async move {
+            let mut out = Vec::new();
+            for offset in (0..300_000i64).step_by(65_536) {
+                let chunk = media
+                    .get_file(Request::new(get(1, id, offset, 65_536)))
+                    .await?
+                    .into_inner();
+                out.extend_from_slice(&chunk.bytes);
+            }
+            anyhow::Ok(out)
+        }
+    };
+    assert!(read(info.id).await? == first);
+    let other = s
+        .media
+        .complete_upload(Request::new(complete(1, 10, 2, "second")))
+        .await?
+        .into_inner();
+    assert_eq!(other.sha256, hex::encode(Sha256::digest(&second)));
+    assert!(read(info.id).await? == first);
+    assert!(read(other.id).await?[..200_000] == second[..]);
+    // Four blobs of the first content, two of the second.
+    assert_eq!(blob_files(&s.dir), 6);
     Ok(())
 }
