@@ -118,8 +118,6 @@ and no media settings (its Job may run before the chart's Secrets exist).
   value: {{ printf "%q" $s3.region | quote }}
 - name: OXIGRAM_MEDIA__S3__ALLOW_HTTP
   value: {{ $s3.allowHttp | toString | quote }}
-- name: OXIGRAM_MEDIA__S3__MULTIPART_CHUNK_MIB
-  value: {{ $s3.multipartChunkMib | int | quote }}
 {{- with $s3.existingSecret }}
 - name: AWS_ACCESS_KEY_ID
   valueFrom:
