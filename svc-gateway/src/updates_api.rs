@@ -300,6 +300,9 @@ fn difference_needed() -> StreamEvent {
 /// may be missing, so dispatch's pushes may not find it); the client's own gap rule would
 /// otherwise notice only at its next update.
 const PULL_WHILE_ROUTES_FAIL: Duration = Duration::from_secs(1);
+/// Most pages of the log one pull sends: a bound on what one tick costs the updates service,
+/// well above what a device's log gains in a tick under a heavy send load.
+const PULL_PAGES_PER_TICK: usize = 10;
 
 /// What a stream has sent of its user's log: every update with `floor < pts <= through` went
 /// out on it, so a push of one of them again (dispatch delivering what a pull already sent)
@@ -324,9 +327,10 @@ impl Sent {
 }
 
 /// One pull of the log after `sent` (or, knowing nothing yet, from the user's current state):
-/// sends what it finds; false when the client went away.
+/// sends what it finds, page after page while the log holds more, so a device whose log grows
+/// faster than one page a tick still keeps up; false when the client went away.
 async fn pull(gateway: &Gateway, user_id: i64, sent: &mut Option<Sent>, out: &Out) -> bool {
-    let Some(from) = *sent else {
+    let Some(mut from) = *sent else {
         // A stream opened live (pts 0) has sent nothing it can vouch for: the pulls start at
         // the log's current end, what came before is the client's to fetch.
         let state = gateway
@@ -343,37 +347,44 @@ async fn pull(gateway: &Gateway, user_id: i64, sent: &mut Option<Sent>, out: &Ou
         }
         return true;
     };
-    let request = GetDifferenceRequest {
-        pts: from.through,
-        limit: STREAM_REPLAY_LIMIT,
-    };
-    let diff = match gateway.difference(user_id, request).await {
-        Ok(diff) => diff,
-        Err(status) => {
-            tracing::debug!(%status, "a stream's pull failed; it pulls again at its next tick");
-            return true;
-        }
-    };
-    if diff.too_long {
-        *sent = None;
-        return out.event(difference_needed()).await;
-    }
-    for u in diff.updates {
-        if u.pts <= from.through {
-            continue;
-        }
-        let event = StreamEvent {
-            kind: Some(stream_event::Kind::Update(u)),
+    for _ in 0..PULL_PAGES_PER_TICK {
+        let request = GetDifferenceRequest {
+            pts: from.through,
+            limit: STREAM_REPLAY_LIMIT,
         };
-        if !out.event(event).await {
-            return false;
+        let diff = match gateway.difference(user_id, request).await {
+            Ok(diff) => diff,
+            Err(status) => {
+                tracing::debug!(%status, "a stream's pull failed; it pulls again at its next tick");
+                return true;
+            }
+        };
+        if diff.too_long {
+            *sent = None;
+            return out.event(difference_needed()).await;
         }
-    }
-    if let Some(state) = diff.state {
-        *sent = Some(Sent {
+        for u in diff.updates {
+            if u.pts <= from.through {
+                continue;
+            }
+            let event = StreamEvent {
+                kind: Some(stream_event::Kind::Update(u)),
+            };
+            if !out.event(event).await {
+                return false;
+            }
+        }
+        let Some(state) = diff.state else {
+            return true;
+        };
+        from = Sent {
             floor: from.floor,
             through: state.pts.max(from.through),
-        });
+        };
+        *sent = Some(from);
+        if !diff.is_slice {
+            return true;
+        }
     }
     true
 }
