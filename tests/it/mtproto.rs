@@ -485,8 +485,20 @@ async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `updates.getDifference` from a door pts, with no limits.
+pub(crate) fn difference_from(pts: i32) -> functions::updates::GetDifference {
+    functions::updates::GetDifference {
+        pts,
+        pts_limit: None,
+        pts_total_limit: None,
+        date: 0,
+        qts: 0,
+        qts_limit: None,
+    }
+}
+
 /// The next pushed Updates, within 15 s.
-async fn next_updates(client: &mut Client) -> anyhow::Result<enums::Updates> {
+pub(crate) async fn next_updates(client: &mut Client) -> anyhow::Result<enums::Updates> {
     use oxigram_tl::Deserializable;
     let push = tokio::time::timeout(std::time::Duration::from_secs(15), client.next_push())
         .await
@@ -576,16 +588,7 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
 
     // Bob's difference from his first state: the message left in its current state, the
     // edit and the delete as other updates, Ann among the users.
-    let difference = bob
-        .invoke(&functions::updates::GetDifference {
-            pts: 1,
-            pts_limit: None,
-            pts_total_limit: None,
-            date: 0,
-            qts: 0,
-            qts_limit: None,
-        })
-        .await?;
+    let difference = bob.invoke(&difference_from(1)).await?;
     let enums::updates::Difference::Difference(difference) = difference else {
         anyhow::bail!("{difference:?}");
     };
@@ -629,16 +632,7 @@ async fn mtproto_sessions_get_pushes_and_differences() -> anyhow::Result<()> {
     let enums::updates::State::State(intermediate) = &slice.intermediate_state;
     assert_eq!(intermediate.pts, 3);
     // Nothing new since: differenceEmpty.
-    let empty = bob
-        .invoke(&functions::updates::GetDifference {
-            pts: 5,
-            pts_limit: None,
-            pts_total_limit: None,
-            date: 0,
-            qts: 0,
-            qts_limit: None,
-        })
-        .await?;
+    let empty = bob.invoke(&difference_from(5)).await?;
     assert!(
         matches!(empty, enums::updates::Difference::Empty(_)),
         "{empty:?}"

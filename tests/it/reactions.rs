@@ -2,7 +2,8 @@
 //! owners in each owner's ids (by push and by getDifference), history shows it, the author's
 //! dialog counts it unread until ReadReactions (which her other devices learn), a replacement
 //! keeps one reaction per user, a removal before the read takes the unread back, and bad
-//! requests get their codes; a Telegram client reacts on the MTProto door.
+//! requests get their codes; a Telegram client reacts on the MTProto door and learns of the
+//! peer's reactions live and by getDifference.
 
 use oxigram_proto::types::v1::{
     InputPeer, PtsUpdate, ReactionCount, UpdateMessageReactions, UpdateReadReactions, update,
@@ -340,6 +341,52 @@ async fn a_telegram_client_reacts_and_reads_reactions() -> anyhow::Result<()> {
     };
     let shown = note.reactions.as_ref().map(tl_counts);
     assert_eq!(shown, Some(vec![("👍".to_owned(), 1, true)]));
+
+    // Alice (gRPC) reacts to her own message too: Bob's session is told live, and his
+    // difference from before says it again, each beside the pts it moved.
+    let enums::updates::State::State(before) = bob.invoke(&functions::updates::GetState {}).await?;
+    alice
+        .send_reaction(InputPeer::user(bob_user.id), alice_msg, "❤")
+        .await?;
+    let both = |mut counts: Vec<(String, i32, bool)>| {
+        counts.sort();
+        counts
+    };
+    let want = both(vec![("❤".to_owned(), 1, false), ("👍".to_owned(), 1, true)]);
+    let live = loop {
+        match crate::mtproto::next_updates(&mut bob).await? {
+            enums::Updates::Updates(u) => match u.updates.as_slice() {
+                [enums::Update::MessageReactions(r), moved] => break (r.clone(), moved.clone()),
+                _ => continue,
+            },
+            _ => continue,
+        }
+    };
+    assert_eq!(
+        (live.0.msg_id, both(tl_counts(&live.0.reactions))),
+        (note.id, want.clone())
+    );
+    assert!(
+        matches!(&live.1, enums::Update::ReadMessagesContents(m)
+            if m.messages.is_empty() && (m.pts, m.pts_count) == (before.pts + 1, 1)),
+        "the pts Alice's reaction moved in Bob's log: {:?}",
+        live.1
+    );
+    let difference = bob
+        .invoke(&crate::mtproto::difference_from(before.pts))
+        .await?;
+    let enums::updates::Difference::Difference(difference) = difference else {
+        anyhow::bail!("{difference:?}");
+    };
+    let caught: Vec<_> = difference
+        .other_updates
+        .iter()
+        .filter_map(|u| match u {
+            enums::Update::MessageReactions(r) => Some((r.msg_id, both(tl_counts(&r.reactions)))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(caught, [(note.id, want)]);
 
     // Removed (no reaction): the author's unread goes back.
     bob.invoke(&react(None)).await?;

@@ -105,6 +105,25 @@ pub fn pts_update(logged: &PtsUpdate) -> enums::Update {
     }
 }
 
+/// What a client is sent for one logged update: its pts-carrying form, and before it, for a
+/// change Telegram's update for carries no pts (new reactions), that update as well, so a
+/// client both shows the change and keeps its pts contiguous.
+pub fn pts_updates(logged: &PtsUpdate) -> Vec<enums::Update> {
+    let reactions = match logged.update.as_ref().and_then(|u| u.kind.as_ref()) {
+        Some(update::Kind::MessageReactions(r)) => {
+            enums::Update::MessageReactions(types::UpdateMessageReactions {
+                peer: convert::peer(r.peer.as_ref()),
+                msg_id: int(r.msg_id),
+                top_msg_id: None,
+                saved_peer_id: None,
+                reactions: convert::reactions(&r.reactions),
+            })
+        }
+        _ => return vec![pts_update(logged)],
+    };
+    vec![reactions, pts_update(logged)]
+}
+
 /// Moves a client's pts over a range whose update Telegram has no pts-carrying form of.
 fn pts_filler(pts: i32, pts_count: i32) -> enums::Update {
     enums::Update::ReadMessagesContents(types::UpdateReadMessagesContents {
@@ -153,9 +172,9 @@ pub async fn difference(
                 Some(update::Kind::NewMessage(n)) if n.message.is_some()
             )
         })
-        .map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
-            Some(update::Kind::NewMessage(_)) => pts_filler(tl_pts(u.pts), u.pts_count),
-            _ => pts_update(u),
+        .flat_map(|u| match u.update.as_ref().and_then(|u| u.kind.as_ref()) {
+            Some(update::Kind::NewMessage(_)) => vec![pts_filler(tl_pts(u.pts), u.pts_count)],
+            _ => pts_updates(u),
         })
         .collect();
     // Users of edited messages too (the gateway's difference names only the new ones').
@@ -258,7 +277,17 @@ pub async fn pushed(
         _ => None,
     };
     let Some(message) = message else {
-        return Ok(Some(short(pts_update(&logged), date)));
+        let mut updates = pts_updates(&logged);
+        return Ok(Some(match updates.pop() {
+            Some(only) if updates.is_empty() => short(only, date),
+            last => enums::Updates::Updates(types::Updates {
+                updates: updates.into_iter().chain(last).collect(),
+                users: Vec::new(),
+                chats: Vec::new(),
+                date,
+                seq: 0,
+            }),
+        }));
     };
     let peer = message_peer(message);
     let is_new = matches!(
