@@ -50,6 +50,19 @@ fn describe(status: &Status) -> String {
 }
 
 impl Error {
+    /// The wait a `FLOOD_WAIT_X` asks for: the gateway (or a service behind it) is pacing
+    /// this device, which comes back after it rather than treating the refusal as a failure.
+    pub fn flood_wait(&self) -> Option<std::time::Duration> {
+        let Self::Status(status) = self else {
+            return None;
+        };
+        let seconds = oxigram_errors::code_of(status)?
+            .strip_prefix("FLOOD_WAIT_")?
+            .parse()
+            .ok()?;
+        Some(std::time::Duration::from_secs(seconds))
+    }
+
     /// A stable code: the gateway's error code (`PEER_ID_INVALID`, …), `GRPC_<code>` for a
     /// status without one, or this client's own (`TIMEOUT`, `ENDED`, `CONNECTION_LOST`: the
     /// connection broke mid-call, `NO_<FIELD>`, …).

@@ -63,8 +63,9 @@ pub enum Event {
     TooLong { pts: i32 },
     /// The stream was reopened from `pts`.
     Resumed { pts: i32 },
-    /// The gateway is catching up as many devices as it takes at once: the stream ended and
-    /// is reopened after `retry_in`, from the same pts. Not a failure.
+    /// The gateway is catching up as many devices as it takes at once, or shed the opening
+    /// or the getDifference with `FLOOD_WAIT_X`: the call is made again after `retry_in`,
+    /// from the same pts. Not a failure.
     Paced { retry_in: Duration },
     /// Something failed; the stream carries on (reconnecting, or retrying the catch-up after
     /// another gap wait).
@@ -152,6 +153,8 @@ pub struct UpdateStream {
     stopped: bool,
     retry_at: Instant,
     retry_delay: Duration,
+    /// A getDifference the gateway paced: due again at this instant.
+    catch_up_at: Option<Instant>,
     sent_tx: mpsc::UnboundedSender<PtsUpdate>,
     sent_rx: mpsc::UnboundedReceiver<PtsUpdate>,
     ready: VecDeque<Event>,
@@ -160,24 +163,45 @@ pub struct UpdateStream {
 }
 
 impl UpdateStream {
-    /// Opens the stream at `state` (pts 0: only what happens from now on).
+    /// Opens the stream at `state` (pts 0: only what happens from now on). An opening the
+    /// gateway sheds with `FLOOD_WAIT_X` is no failure: the stream starts with
+    /// [`Event::Paced`] and opens after the wait.
     pub async fn open(client: Client, state: State, options: StreamOptions) -> Result<Self, Error> {
-        let stream = client.open_stream(state.pts).await?;
+        let (stream, paced) = match client.open_stream(state.pts).await {
+            Ok(stream) => (Some(stream), None),
+            Err(error) => (None, Some(error.flood_wait().ok_or(error)?)),
+        };
         let (sent_tx, sent_rx) = mpsc::unbounded_channel();
-        Ok(Self {
+        let mut this = Self {
             client,
             seq: Sequencer::new(state),
             options,
-            stream: Some(stream),
+            stream,
             stopped: false,
             retry_at: Instant::now(),
             retry_delay: options.first_retry,
+            catch_up_at: None,
             sent_tx,
             sent_rx,
             ready: VecDeque::new(),
             delivered: state,
             stats: StreamStats::default(),
-        })
+        };
+        if let Some(wait) = paced {
+            this.retry_at = this.paced(wait);
+        }
+        Ok(this)
+    }
+
+    /// Counts and reports a wait the gateway asked for; the instant to try again. A
+    /// `FLOOD_WAIT_X` is whole seconds, the same for every device shed at once: each waits a
+    /// little more, drawn at random, so that they do not all come back together.
+    fn paced(&mut self, wait: Duration) -> Instant {
+        let jitter = wait.as_millis().min(u64::MAX as u128) as u64 / 2;
+        let retry_in = wait + Duration::from_millis(rand::random_range(0..=jitter));
+        self.stats.paced += 1;
+        self.ready.push_back(Event::Paced { retry_in });
+        Instant::now() + retry_in
     }
 
     /// The state after every event returned so far: what to save.
@@ -236,11 +260,15 @@ impl UpdateStream {
             }
             let gap_due = self.seq.gap_since().map(|t| t + self.options.gap_wait);
             let retry_due = self.may_reconnect().then_some(self.retry_at);
+            // A paced getDifference is retried when the gateway said, before any gap wait.
+            let catch_up_due = self.catch_up_at.or(gap_due);
             tokio::select! {
                 Some(update) = self.sent_rx.recv() => self.offer(update, Source::Sent),
                 event = next_event(&mut self.stream) => self.on_event(event).await,
-                () = sleep_until(gap_due) => {
-                    self.stats.gap_fills += 1;
+                () = sleep_until(catch_up_due) => {
+                    if self.catch_up_at.take().is_none() {
+                        self.stats.gap_fills += 1;
+                    }
                     self.catch_up().await;
                 }
                 () = sleep_until(retry_due) => self.reconnect().await,
@@ -278,13 +306,16 @@ impl UpdateStream {
                 self.stats.too_long += 1;
                 self.ready.push_back(Event::TooLong { pts });
             }
-            Err(error) => {
-                self.seq.restart_gap_wait();
-                self.ready.push_back(Event::Failed {
-                    during: During::CatchUp,
-                    error,
-                });
-            }
+            Err(error) => match error.flood_wait() {
+                Some(wait) => self.catch_up_at = Some(self.paced(wait)),
+                None => {
+                    self.seq.restart_gap_wait();
+                    self.ready.push_back(Event::Failed {
+                        during: During::CatchUp,
+                        error,
+                    });
+                }
+            },
         }
     }
 
@@ -375,14 +406,17 @@ impl UpdateStream {
                 self.retry_delay = self.options.first_retry;
                 self.ready.push_back(Event::Resumed { pts });
             }
-            Err(error) => {
-                self.ready.push_back(Event::Failed {
-                    during: During::Reconnect,
-                    error,
-                });
-                self.retry_delay = (self.retry_delay * 2).min(self.options.max_retry);
-                self.retry_at = Instant::now() + self.retry_delay;
-            }
+            Err(error) => match error.flood_wait() {
+                Some(wait) => self.retry_at = self.paced(wait),
+                None => {
+                    self.ready.push_back(Event::Failed {
+                        during: During::Reconnect,
+                        error,
+                    });
+                    self.retry_delay = (self.retry_delay * 2).min(self.options.max_retry);
+                    self.retry_at = Instant::now() + self.retry_delay;
+                }
+            },
         }
     }
 }

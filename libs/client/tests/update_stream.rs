@@ -41,6 +41,16 @@ struct Scripted {
     opened_when: Arc<Mutex<Vec<std::time::Instant>>>,
     /// The second opening is told to come back after this many ms.
     pace_second_open: Option<u32>,
+    /// Attempts to open (counting the shed ones) that are shed with `FLOOD_WAIT_1`.
+    shed_opens: Vec<usize>,
+    open_attempts: AtomicUsize,
+    /// The first so many getDifference calls are shed with `FLOOD_WAIT_1`.
+    shed_differences: AtomicUsize,
+    differences_when: Arc<Mutex<Vec<std::time::Instant>>>,
+}
+
+fn shed() -> Status {
+    oxigram_errors::Error::new(oxigram_errors::ErrorCode::FloodWait(1), "overloaded").into()
 }
 
 fn update(pts: i32) -> PtsUpdate {
@@ -76,6 +86,14 @@ impl Updates for Scripted {
         request: Request<GetDifferenceRequest>,
     ) -> Result<Response<Difference>, Status> {
         signed(&request)?;
+        if let Ok(mut when) = self.differences_when.lock() {
+            when.push(std::time::Instant::now());
+        }
+        let left = self.shed_differences.load(Ordering::SeqCst);
+        if left > 0 {
+            self.shed_differences.store(left - 1, Ordering::SeqCst);
+            return Err(shed());
+        }
         let from = request.into_inner().pts;
         let to = (from + SLICE).min(LOG);
         Ok(Response::new(Difference {
@@ -92,6 +110,10 @@ impl Updates for Scripted {
     /// missing and stay open.
     async fn stream(&self, request: Request<StreamRequest>) -> Result<Response<Events>, Status> {
         signed(&request)?;
+        let attempt = self.open_attempts.fetch_add(1, Ordering::SeqCst);
+        if self.shed_opens.contains(&attempt) {
+            return Err(shed());
+        }
         if let Ok(mut at) = self.opened_at.lock() {
             at.push(request.get_ref().pts);
         }
@@ -297,5 +319,72 @@ async fn a_paced_reopening_comes_back_after_its_wait_not_as_a_failure()
         "reopened after {waited:?}, before the 300 ms it was given"
     );
     assert_eq!(updates.stats().paced, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn openings_and_a_difference_shed_with_flood_wait_come_back_after_the_wait()
+-> Result<(), Box<dyn std::error::Error>> {
+    let scripted = Scripted {
+        // The first opening, and the first reopening after the stream ends.
+        shed_opens: vec![0, 2],
+        shed_differences: AtomicUsize::new(1),
+        ..Scripted::default()
+    };
+    let (opened_at, differences_when) = (
+        scripted.opened_at.clone(),
+        scripted.differences_when.clone(),
+    );
+    let client = client_of(serve(scripted).await?).await?;
+    let options = StreamOptions {
+        // Far longer than the test: only the gateway's wait brings the catch-up back.
+        gap_wait: Duration::from_secs(60),
+        first_retry: Duration::from_millis(10),
+        ..StreamOptions::default()
+    };
+    let mut updates = UpdateStream::open(client, State::default(), options).await?;
+    let mut seen = Vec::new();
+    let mut applied = Vec::new();
+    while applied.len() < LOG as usize {
+        let event = tokio::time::timeout(Duration::from_secs(10), updates.next()).await?;
+        match event {
+            Event::Update(a) => applied.push(a.update.pts),
+            Event::Paced { retry_in } => {
+                assert!(
+                    (Duration::from_secs(1)..=Duration::from_millis(1500)).contains(&retry_in),
+                    "FLOOD_WAIT_1 with its jitter: {retry_in:?}"
+                );
+                seen.push("paced".to_owned());
+            }
+            Event::Resumed { pts } => seen.push(format!("resumed at {pts}")),
+            Event::Failed { error, .. } => seen.push(format!("failed: {}", error.code())),
+            _ => {}
+        }
+    }
+    assert_eq!(applied, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(
+        seen,
+        [
+            "paced",
+            "resumed at 0",
+            "failed: ENDED",
+            "paced",
+            "resumed at 1",
+            "paced"
+        ]
+    );
+    assert_eq!(opened_at.lock().map(|v| v.clone()).ok(), Some(vec![0, 1]));
+    let when = differences_when
+        .lock()
+        .map(|v| v.clone())
+        .unwrap_or_default();
+    assert!(when.len() >= 2, "{when:?}");
+    let waited = when[1] - when[0];
+    assert!(
+        waited >= Duration::from_secs(1),
+        "the shed getDifference came back after {waited:?}, before its FLOOD_WAIT_1"
+    );
+    let stats = updates.stats();
+    assert_eq!((stats.paced, stats.gap_fills), (3, 0));
     Ok(())
 }
