@@ -1,6 +1,6 @@
 //! A reconnect storm against a gateway that catches up one device at a time: every device
-//! behind reopens its stream at once, the ones past the cap are told to come back after a
-//! jittered wait (never an error), and every device converges to the account's pts.
+//! behind reopens its stream at once, the ones past the cap are told to come back at their
+//! turn (never an error), and every device converges to the account's pts.
 
 use std::time::Duration;
 
@@ -84,11 +84,13 @@ async fn a_reconnect_storm_is_served_in_paced_waves_and_every_device_converges()
         !waits.is_empty(),
         "one slot for {DEVICES} devices: some were paced"
     );
+    // Each is told its turn in the queue, never sooner than retry_after_ms; a queue of
+    // twelve catch-ups of forty updates is a few seconds at most.
     assert!(
         waits
             .iter()
-            .all(|w| (Duration::from_millis(50)..Duration::from_millis(100)).contains(w)),
-        "waits between retry_after_ms and twice that: {waits:?}"
+            .all(|w| (Duration::from_millis(50)..Duration::from_secs(5)).contains(w)),
+        "waits of at least retry_after_ms, at a turn within the queue: {waits:?}"
     );
 
     // The storm over, its slot is free again: one caller at a time is always served.

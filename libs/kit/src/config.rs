@@ -188,7 +188,7 @@ pub struct StreamsConfig {
     /// storm is served in waves instead of all at once.
     pub max_concurrent_catch_up: usize,
     /// The least wait given to a device turned away by the cap, in ms; each is given a wait
-    /// drawn evenly between this and twice this.
+    /// drawn evenly between this and twice this, or its turn in the queue when that is later.
     pub retry_after_ms: u64,
 }
 
