@@ -188,20 +188,24 @@ impl UpdateStream {
             stats: StreamStats::default(),
         };
         if let Some(wait) = paced {
-            this.retry_at = this.paced(wait);
+            this.retry_at = this.flood_waited(wait);
         }
         Ok(this)
     }
 
-    /// Counts and reports a wait the gateway asked for; the instant to try again. A
-    /// `FLOOD_WAIT_X` is whole seconds, the same for every device shed at once: each waits a
-    /// little more, drawn at random, so that they do not all come back together.
-    fn paced(&mut self, wait: Duration) -> Instant {
-        let jitter = wait.as_millis().min(u64::MAX as u128) as u64 / 2;
-        let retry_in = wait + Duration::from_millis(rand::random_range(0..=jitter));
+    /// Counts and reports a wait the gateway asked for; the instant to try again.
+    fn paced(&mut self, retry_in: Duration) -> Instant {
         self.stats.paced += 1;
         self.ready.push_back(Event::Paced { retry_in });
         Instant::now() + retry_in
+    }
+
+    /// [`paced`](Self::paced) for a `FLOOD_WAIT_X`: whole seconds, the same for every device
+    /// shed at once, so each waits a little more, drawn at random, and they do not all come
+    /// back together. (A `RetryAfter` is jittered by the gateway already.)
+    fn flood_waited(&mut self, wait: Duration) -> Instant {
+        let jitter = wait.as_millis().min(u64::MAX as u128) as u64 / 2;
+        self.paced(wait + Duration::from_millis(rand::random_range(0..=jitter)))
     }
 
     /// The state after every event returned so far: what to save.
@@ -307,7 +311,7 @@ impl UpdateStream {
                 self.ready.push_back(Event::TooLong { pts });
             }
             Err(error) => match error.flood_wait() {
-                Some(wait) => self.catch_up_at = Some(self.paced(wait)),
+                Some(wait) => self.catch_up_at = Some(self.flood_waited(wait)),
                 None => {
                     self.seq.restart_gap_wait();
                     self.ready.push_back(Event::Failed {
@@ -355,11 +359,8 @@ impl UpdateStream {
                     // The replay's end: what follows is live; the cursor moves with updates.
                     Some(stream_event::Kind::CaughtUp(_)) => {}
                     Some(stream_event::Kind::RetryAfter(r)) => {
-                        let retry_in = Duration::from_millis(r.retry_after_ms.into());
-                        self.stats.paced += 1;
                         self.stream = None;
-                        self.retry_at = Instant::now() + retry_in;
-                        self.ready.push_back(Event::Paced { retry_in });
+                        self.retry_at = self.paced(Duration::from_millis(r.retry_after_ms.into()));
                     }
                     Some(stream_event::Kind::UserStatus(s)) => {
                         self.ready.push_back(Event::Status(StatusChange {
@@ -407,7 +408,7 @@ impl UpdateStream {
                 self.ready.push_back(Event::Resumed { pts });
             }
             Err(error) => match error.flood_wait() {
-                Some(wait) => self.retry_at = self.paced(wait),
+                Some(wait) => self.retry_at = self.flood_waited(wait),
                 None => {
                     self.ready.push_back(Event::Failed {
                         during: During::Reconnect,
