@@ -1,8 +1,11 @@
 //! A distributed rate limiter. Each rule is `limit` units per `period` per key (a user, a
 //! phone, an auth key), decided by GCRA ([`gcra`]) in three places, cheapest first:
-//! - this instance's bucket: a key it alone already saw over the limit is refused without
-//!   asking anyone (`decided = local`), so a flood costs no Redis round trip;
-//! - otherwise the shared bucket in Redis, one Lua script, on Redis' clock (`redis`);
+//! - this instance (`decided = local`), with no Redis round trip: a key it alone already saw
+//!   over the limit is refused, a refusal of the shared bucket stands until the time it named,
+//!   and units it leased from the shared bucket ahead of need are granted ([`lease`]);
+//! - otherwise the shared bucket in Redis, one Lua script on Redis' clock (`redis`), which
+//!   spends the check's units and, while they fit, a lease of a tenth of this instance's
+//!   share, so most checks of a busy key are decided locally;
 //! - while Redis fails (error, over its budget, breaker open), this instance's share of the
 //!   limit, `ceil(limit / live instances)` with the instance count it last knew (`degraded`):
 //!   calls go on, limited about as much in total. The switch into and out of degraded mode is
@@ -12,11 +15,12 @@
 //! times a minute.
 
 mod gcra;
+mod lease;
 mod metrics;
 
 use std::{
     sync::{
-        Arc, Mutex, Weak,
+        Arc, LazyLock, Mutex, Weak,
         atomic::{AtomicBool, AtomicU32, Ordering},
     },
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -70,8 +74,13 @@ struct Inner {
 #[derive(Default)]
 struct Buckets {
     seen: gcra::Table,
+    leases: lease::Leases,
     share: gcra::Table,
 }
+
+/// The shared bucket's script, hashed once.
+static GCRA: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("gcra.lua")));
 
 impl Limiter {
     /// A limiter whose keys live under `{prefix}limit:`, counting `expected_instances` live
@@ -107,30 +116,48 @@ impl Limiter {
     pub async fn spend(&self, rule: &Rule, key: &str, units: u32) -> Result<(), u32> {
         let inner = &self.inner;
         let now = Instant::now();
-        if let Err(wait) = inner.with_buckets(rule, |b| {
-            b.seen.peek(key, units, rule.limit, rule.period, now)
-        }) {
-            metrics::check(rule.name, "local", true);
-            return Err(seconds(wait));
+        let terms = (rule.limit, rule.period);
+        let here = inner.with_buckets(rule, |b| {
+            if let Err(wait) = b.seen.peek(key, units, rule.limit, rule.period, now) {
+                return Some(Err(wait));
+            }
+            let verdict = b.leases.take(key, units, terms, now)?;
+            if verdict.is_ok() {
+                let _ = b.seen.spend(key, units, rule.limit, rule.period, now);
+            }
+            Some(verdict)
+        });
+        if let Some(verdict) = here {
+            metrics::check(rule.name, "local", verdict.is_err());
+            return verdict.map_err(seconds);
         }
+        let limit = rule.limit.max(1);
+        let extra = lease::size(limit, self.instances());
         let redis_key = format!("{}{}:{key}", inner.prefix, rule.name);
-        let script = redis::Script::new(include_str!("gcra.lua"));
-        let mut invocation = script.key(redis_key);
+        let mut invocation = GCRA.key(redis_key);
         invocation
             .arg(units)
-            .arg(rule.limit.max(1))
+            .arg(extra)
+            .arg(limit)
             .arg(rule.period.as_millis() as u64);
-        let (verdict, decided) = match inner.redis.invoke::<u64>(&invocation).await {
-            Ok(0) => {
+        let (verdict, decided) = match inner.redis.invoke::<(u32, u64)>(&invocation).await {
+            Ok((spent, _)) if spent >= units => {
                 inner.set_degraded(false);
+                let leased = spent - units;
+                let until = now + rule.period / limit * leased;
                 inner.with_buckets(rule, |b| {
                     let _ = b.seen.spend(key, units, rule.limit, rule.period, now);
+                    b.leases.lease(key, leased, terms, until, now);
                 });
                 (Ok(()), "redis")
             }
-            Ok(wait_ms) => {
+            Ok((_, wait_ms)) => {
                 inner.set_degraded(false);
-                (Err(Duration::from_millis(wait_ms)), "redis")
+                let wait = Duration::from_millis(wait_ms.max(1));
+                inner.with_buckets(rule, |b| {
+                    b.leases.refuse(key, units, terms, now + wait, now)
+                });
+                (Err(wait), "redis")
             }
             Err(err) => {
                 tracing::debug!(error = %err, rule = rule.name, "rate limit decided on this instance's share");

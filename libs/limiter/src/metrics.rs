@@ -23,7 +23,7 @@ fn get() -> &'static LimiterMetrics {
         };
         oxigram_telemetry::metrics::register(
             "rate_limit_checks",
-            "Rate-limit checks, by rule and by what decided them: local (this instance's bucket, already over the limit), redis (the shared bucket) or degraded (this instance's share while Redis fails)",
+            "Rate-limit checks, by rule and by what decided them: local (this instance: a key it saw over the limit, a refusal of the shared bucket still standing, or units it leased), redis (the shared bucket) or degraded (this instance's share while Redis fails)",
             m.checks.clone(),
         );
         oxigram_telemetry::metrics::register(
