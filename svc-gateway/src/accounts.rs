@@ -56,6 +56,27 @@ pub async fn auth_key(
         .await
 }
 
+/// Auth keys whose binding changed at or after a moment, and when the database said so.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Rebound {
+    pub checked_at: chrono::DateTime<chrono::Utc>,
+    pub auth_key_ids: Vec<i64>,
+}
+
+/// The auth keys signed in or out at or after `since`, at most `limit` of them
+/// (auth_keys_bound_at).
+pub async fn rebound_auth_keys(
+    pool: &PgPool,
+    since: chrono::DateTime<chrono::Utc>,
+    limit: i64,
+) -> Result<Rebound, sqlx::Error> {
+    sqlx::query_as(include_str!("../sql/auth_keys_rebound.sql"))
+        .bind(since)
+        .bind(limit)
+        .fetch_one(pool)
+        .await
+}
+
 /// Stores a new auth key; `false` when the id is taken (the caller draws another).
 pub async fn insert_auth_key(
     pool: &PgPool,

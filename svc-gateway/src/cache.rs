@@ -1,6 +1,14 @@
-//! In-process caches of the gateway's hot lookups. Auth keys are cached briefly: a key signed
-//! out on this instance is dropped at once, one signed out through another instance stops
-//! working within `AUTH_KEY_TTL`. Users are never deleted, so a user known to exist stays known.
+//! In-process caches of the gateway's hot lookups.
+//!
+//! Auth keys: every call resolves its key, so keys are kept for long (`AUTH_KEY_TTL`) rather
+//! than read from Postgres again every few seconds. What keeps a cached key honest is
+//! [`forget_rebound_keys`]: once a second it asks which keys were signed in or out since it
+//! last asked (on any instance) and drops them, so a sign-out through another instance takes
+//! effect here within about `CHECK_EVERY`. A key signed out on this instance is dropped at once.
+//! While those checks fail, no cached key is trusted past `TRUST_UNCHECKED`: calls read their
+//! key from Postgres, as without a cache.
+//!
+//! Users are never deleted, so a user known to exist stays known.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -8,8 +16,22 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// How long another instance's sign-out may take to reach this one.
-pub const AUTH_KEY_TTL: Duration = Duration::from_secs(2);
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+
+use crate::accounts;
+
+/// Longest a cached key is used without being read again, however the checks go.
+const AUTH_KEY_TTL: Duration = Duration::from_secs(600);
+/// How often an instance asks which keys were signed in or out.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+/// How long after the last successful check cached keys are still used.
+const TRUST_UNCHECKED: Duration = Duration::from_secs(3);
+/// How far back each check looks before the previous one: a sign-in or sign-out is dated when
+/// its statement starts, and may commit after a check that began later.
+const CHECK_OVERLAP: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
+/// Keys one check drops one by one; past that it drops every cached key.
+const CHANGES_PER_CHECK: i64 = 10_000;
 /// Entries kept before a cache starts over (bounds memory).
 const MAX_ENTRIES: usize = 200_000;
 
@@ -21,33 +43,59 @@ pub struct CachedKey {
 
 #[derive(Default)]
 pub struct Caches {
-    auth_keys: Mutex<HashMap<i64, (CachedKey, Instant)>>,
+    auth_keys: Mutex<AuthKeys>,
     users: Mutex<HashSet<i64>>,
+}
+
+#[derive(Default)]
+struct AuthKeys {
+    keys: HashMap<i64, (CachedKey, Instant)>,
+    /// When the last check of rebound keys succeeded; none yet, nothing is trusted.
+    checked: Option<Instant>,
 }
 
 impl Caches {
     pub fn auth_key(&self, id: i64) -> Option<CachedKey> {
-        let keys = self.auth_keys.lock().ok()?;
-        let (key, at) = keys.get(&id)?;
+        let cache = self.auth_keys.lock().ok()?;
+        if cache
+            .checked
+            .is_none_or(|at| at.elapsed() >= TRUST_UNCHECKED)
+        {
+            return None;
+        }
+        let (key, at) = cache.keys.get(&id)?;
         (at.elapsed() < AUTH_KEY_TTL).then(|| key.clone())
     }
 
     pub fn put_auth_key(&self, id: i64, key: CachedKey) {
-        if let Ok(mut keys) = self.auth_keys.lock() {
-            if keys.len() >= MAX_ENTRIES {
-                keys.retain(|_, (_, at)| at.elapsed() < AUTH_KEY_TTL);
-                if keys.len() >= MAX_ENTRIES {
-                    keys.clear();
+        if let Ok(mut cache) = self.auth_keys.lock() {
+            if cache.keys.len() >= MAX_ENTRIES {
+                cache.keys.retain(|_, (_, at)| at.elapsed() < AUTH_KEY_TTL);
+                if cache.keys.len() >= MAX_ENTRIES {
+                    cache.keys.clear();
                 }
             }
-            keys.insert(id, (key, Instant::now()));
+            cache.keys.insert(id, (key, Instant::now()));
         }
     }
 
     /// The key's binding changed (sign-in, sign-out, reset): read it from Postgres next time.
     pub fn forget_auth_key(&self, id: i64) {
-        if let Ok(mut keys) = self.auth_keys.lock() {
-            keys.remove(&id);
+        if let Ok(mut cache) = self.auth_keys.lock() {
+            cache.keys.remove(&id);
+        }
+    }
+
+    /// A check found these keys rebound since the one before (`None`: too many to name).
+    fn rebound(&self, ids: Option<&[i64]>, checked: Instant) {
+        if let Ok(mut cache) = self.auth_keys.lock() {
+            match ids {
+                Some(ids) => ids.iter().for_each(|id| {
+                    cache.keys.remove(id);
+                }),
+                None => cache.keys.clear(),
+            }
+            cache.checked = Some(checked);
         }
     }
 
@@ -62,5 +110,72 @@ impl Caches {
             }
             users.insert(id);
         }
+    }
+}
+
+/// Drops from `caches`, every `CHECK_EVERY`, the keys signed in or out anywhere since the
+/// check before, until `shutdown`.
+pub async fn forget_rebound_keys(caches: &Caches, pool: &PgPool, shutdown: &CancellationToken) {
+    let mut ticks = tokio::time::interval(CHECK_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first check names every key ever bound, past the limit: the cache starts over.
+    let mut since = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let mut failing = false;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        // The moment the check starts bounds what it can vouch for.
+        let started = Instant::now();
+        match accounts::rebound_auth_keys(pool, since, CHANGES_PER_CHECK).await {
+            Ok(rebound) => {
+                if failing {
+                    tracing::info!("auth key changes are read again; cached keys trusted again");
+                }
+                failing = false;
+                let named = (rebound.auth_key_ids.len() < CHANGES_PER_CHECK as usize)
+                    .then_some(rebound.auth_key_ids.as_slice());
+                caches.rebound(named, started);
+                since = rebound.checked_at - CHECK_OVERLAP;
+            }
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(%error, "cannot read auth key changes; cached keys not trusted until it can");
+                }
+                failing = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(user_id: i64) -> CachedKey {
+        CachedKey {
+            secret_hash: vec![1],
+            user_id: Some(user_id),
+        }
+    }
+
+    #[test]
+    fn keys_are_trusted_only_after_a_recent_check_and_rebound_ones_are_dropped() {
+        let caches = Caches::default();
+        caches.put_auth_key(1, key(10));
+        caches.put_auth_key(2, key(20));
+        assert!(caches.auth_key(1).is_none(), "no check yet");
+        caches.rebound(Some(&[2]), Instant::now());
+        assert_eq!(caches.auth_key(1).and_then(|k| k.user_id), Some(10));
+        assert!(caches.auth_key(2).is_none(), "rebound since");
+        caches.rebound(None, Instant::now());
+        assert!(
+            caches.auth_key(1).is_none(),
+            "too many rebound: all dropped"
+        );
+        caches.put_auth_key(1, key(10));
+        caches.rebound(Some(&[]), Instant::now() - TRUST_UNCHECKED);
+        assert!(caches.auth_key(1).is_none(), "the last check is too old");
     }
 }

@@ -202,6 +202,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
             );
             tokio::join!(
                 reload_rules,
+                cache::forget_rebound_keys(&gateway.caches, &gateway.pool, &shutdown),
                 refresh_routes(&gateway, &shutdown),
                 keep_routes(&gateway, &shutdown),
                 relay,

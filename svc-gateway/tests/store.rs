@@ -46,6 +46,41 @@ async fn auth_keys_are_stored_once_and_bound_and_unbound() -> anyhow::Result<()>
 }
 
 #[tokio::test]
+async fn keys_signed_in_or_out_since_a_moment_are_named() -> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.pool;
+    let alice = accounts::insert_user(pool, "+100", "Alice")
+        .await?
+        .context("a new phone")?;
+    for id in [1, 2, 3] {
+        assert!(accounts::insert_auth_key(pool, id, b"hash", "phone").await?);
+    }
+    accounts::bind_auth_key(pool, 1, Some(alice.id)).await?;
+    let before = accounts::rebound_auth_keys(pool, chrono::DateTime::UNIX_EPOCH, 100).await?;
+    assert_eq!(
+        before.auth_key_ids,
+        vec![1],
+        "only a bound key; never-bound keys are not"
+    );
+
+    let since = before.checked_at;
+    accounts::bind_auth_key(pool, 2, Some(alice.id)).await?;
+    assert!(accounts::unbind_if_owned(pool, 1, alice.id).await?);
+    let mut after = accounts::rebound_auth_keys(pool, since, 100).await?;
+    after.auth_key_ids.sort();
+    assert_eq!(after.auth_key_ids, vec![1, 2], "a sign-in and a sign-out");
+    assert!(after.checked_at >= since);
+
+    let later =
+        accounts::rebound_auth_keys(pool, after.checked_at + chrono::TimeDelta::seconds(1), 100)
+            .await?;
+    assert!(later.auth_key_ids.is_empty());
+    let capped = accounts::rebound_auth_keys(pool, since, 1).await?;
+    assert_eq!(capped.auth_key_ids.len(), 1, "at most the limit");
+    Ok(())
+}
+
+#[tokio::test]
 async fn users_by_phone_and_by_ids() -> anyhow::Result<()> {
     let db = schema().await?;
     let pool = &db.pool;

@@ -6,6 +6,7 @@ mod acknowledgements;
 mod admin;
 mod admin_limits;
 mod admission;
+mod auth_keys;
 mod bad_input;
 mod balancing;
 mod convergence;
