@@ -190,14 +190,6 @@ impl Updates for UpdatesApi {
         request: Request<StreamRequest>,
     ) -> Result<Response<Self::StreamStream>, Status> {
         let (me, request) = self.0.signed_in(request).await?;
-        let limits = &self.0.limits;
-        limits
-            .check(
-                &limits.stream_opens_per_device,
-                me.auth_key_id,
-                "too many streams opened",
-            )
-            .await?;
         let (user_id, from_pts) = (me.user_id, request.pts);
         if from_pts < 0 {
             return Err(oxigram_errors::Error::new(
@@ -207,7 +199,9 @@ impl Updates for UpdatesApi {
             .into());
         }
         // A resumed stream replays what its device missed: one catch-up, paced in a storm. A
-        // live stream (pts 0) replays nothing and is never turned away.
+        // live stream (pts 0) replays nothing and is never turned away. An opening turned away
+        // is told its turn before its limit is counted: it cost nothing, and a device that
+        // comes back when told is not the one to run out of openings.
         let slot = if from_pts > 0 {
             match self.0.catch_ups.take() {
                 Ok(slot) => Some(slot),
@@ -216,6 +210,14 @@ impl Updates for UpdatesApi {
         } else {
             None
         };
+        let limits = &self.0.limits;
+        limits
+            .check(
+                &limits.stream_opens_per_device,
+                me.auth_key_id,
+                "too many streams opened",
+            )
+            .await?;
         let gateway = self.0.clone();
         let epoch = epoch_now();
         // Attach before reading the log, so nothing committed meanwhile slips between the two.

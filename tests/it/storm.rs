@@ -1,6 +1,7 @@
 //! A reconnect storm against a gateway that catches up one device at a time: every device
 //! behind reopens its stream at once, the ones past the cap are told to come back at their
-//! turn (never an error), and every device converges to the account's pts.
+//! turn (never an error, and never counted against the device's limit of openings), and every
+//! device converges to the account's pts.
 
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ async fn a_reconnect_storm_is_served_in_paced_waves_and_every_device_converges()
     let (mut config, ground) = System::config().await?;
     config.streams.max_concurrent_catch_up = 1;
     config.streams.retry_after_ms = 50;
+    // One opening a device: an opening turned away at the cap must not count against it.
+    config.limits.stream_opens_per_device = 1;
     let system = System::start_with(config, ground, Mode::OneProcess).await?;
     let [alice, bob] = system
         .users([("15559401", "Alice"), ("15559402", "Bob")])
