@@ -3,7 +3,8 @@
 //! gateway's resident memory is measured before and after (per stream); then every stream
 //! drops, each account gets `--behind` new messages, and all the devices reconnect at once
 //! from where they were (a reconnect storm) while `--pairs` pairs of other users send in
-//! closed loops, each device a task of its own. Prints the memory per stream, each device's
+//! closed loops, each device a task of its own and the load on a thread, a runtime and
+//! connections of its own. Prints the memory per stream, each device's
 //! time to converge (p50/p99/max) from the storm's start and from when the gateway let it in
 //! (its last opening not turned away with a wait), the paced retries and the errors (by what
 //! failed and its code), and the concurrent sends' latency against the same load on a quiet
@@ -28,9 +29,12 @@ use std::{
 use anyhow::Context;
 use futures::{StreamExt, stream};
 use oxigram::Target;
-use oxigram_client::{Client, Event, State, StreamOptions, UpdateStream};
-use oxigram_proto::api::v1::stream_event;
-use oxigram_tests::{LOGIN_CODE, Mode, System, TestClient, rss_kib};
+use oxigram_client::{AuthKey, Client, Event, State, StreamOptions, UpdateStream};
+use oxigram_proto::{
+    api::v1::{SendMessageRequest, stream_event},
+    types::v1::InputPeer,
+};
+use oxigram_tests::{LOGIN_CODE, Mode, System, rss_kib};
 use tokio::time::Instant;
 
 struct Args {
@@ -110,7 +114,7 @@ struct Device {
 
 /// Closed-loop sends of pair i (user 2i to user 2i+1) until `stop`; every send's latency.
 async fn load(
-    users: &[TestClient],
+    users: &[Client],
     ids: &[i64],
     stop: &AtomicBool,
     seq: &AtomicU64,
@@ -122,7 +126,13 @@ async fn load(
             while !stop.load(Ordering::Relaxed) {
                 let random_id = seq.fetch_add(1, Ordering::Relaxed) as i64 + 1;
                 let start = Instant::now();
-                from.send(to, random_id, "load").await?;
+                from.send_message(SendMessageRequest {
+                    peer: Some(InputPeer::user(to)),
+                    random_id,
+                    text: "load".into(),
+                    ..Default::default()
+                })
+                .await?;
                 took.push(start.elapsed());
             }
             anyhow::Ok(took)
@@ -134,6 +144,49 @@ async fn load(
     }
     all.sort();
     Ok(all)
+}
+
+/// The load's senders: their auth keys and user ids.
+#[derive(Clone)]
+struct Senders {
+    gateway: String,
+    keys: Vec<AuthKey>,
+    ids: Vec<i64>,
+}
+
+/// [`load`] apart from the devices, as other people's phones: on a thread and a runtime of its
+/// own, over connections of its own, until `stop`. On the devices' runtime a send's answer
+/// would wait behind thousands of device tasks of this process, a queue of the bench's own
+/// rather than the gateway's.
+fn load_apart(
+    senders: Senders,
+    stop: Arc<AtomicBool>,
+    seq: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<anyhow::Result<Vec<Duration>>> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(async move {
+            let mut users = Vec::with_capacity(senders.keys.len());
+            for key in senders.keys {
+                let channel = oxigram_client::connect(&senders.gateway).await?;
+                users.push(Client::new(channel, key)?);
+            }
+            load(&users, &senders.ids, &stop, &seq).await
+        })
+    })
+}
+
+/// Waits for a [`load_apart`] without holding up this runtime.
+async fn joined(
+    load: std::thread::JoinHandle<anyhow::Result<Vec<Duration>>>,
+) -> anyhow::Result<Vec<Duration>> {
+    tokio::task::spawn_blocking(move || {
+        load.join()
+            .map_err(|_| anyhow::anyhow!("the load's thread panicked"))?
+    })
+    .await?
 }
 
 /// The pts of each account's log, once it is at least `at_least` for every one.
@@ -358,15 +411,18 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
     }
 
     // The quiet figure of the load.
-    let seq = AtomicU64::new(1_000_000);
-    let stop = AtomicBool::new(false);
+    let senders = Senders {
+        gateway: gateway.clone(),
+        keys: users.iter().map(|u| u.auth_key().clone()).collect(),
+        ids: user_ids.clone(),
+    };
+    let seq = Arc::new(AtomicU64::new(1_000_000));
+    let stop = Arc::new(AtomicBool::new(false));
     let quiet = {
-        let timer = async {
-            tokio::time::sleep(Duration::from_secs(a.load_secs)).await;
-            stop.store(true, Ordering::Relaxed);
-        };
-        let (took, ()) = tokio::join!(load(&users, &user_ids, &stop, &seq), timer);
-        took?
+        let load = load_apart(senders.clone(), stop.clone(), seq.clone());
+        tokio::time::sleep(Duration::from_secs(a.load_secs)).await;
+        stop.store(true, Ordering::Relaxed);
+        joined(load).await?
     };
 
     // While the devices are away, each account gets `behind` messages.
@@ -391,7 +447,7 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
     );
 
     // The storm: every device reopens at once from where it was, under the same load.
-    let stop = AtomicBool::new(false);
+    let stop = Arc::new(AtomicBool::new(false));
     let paced = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     // The storm's failures by where they happened and their code, to see what to fix.
@@ -451,13 +507,10 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
             anyhow::Ok((storm_start.elapsed(), served))
         })
     });
-    let storm = async {
-        let outcome = futures::future::join_all(storm).await;
-        stop.store(true, Ordering::Relaxed);
-        outcome
-    };
-    let (outcome, during) = tokio::join!(storm, load(&users, &user_ids, &stop, &seq));
-    let during = during?;
+    let load = load_apart(senders, stop.clone(), seq);
+    let outcome = futures::future::join_all(storm).await;
+    stop.store(true, Ordering::Relaxed);
+    let during = joined(load).await?;
     let outcome: Vec<(Duration, Duration)> = outcome
         .into_iter()
         .map(|joined| joined.context("a device's task")?)
