@@ -16,7 +16,7 @@ use crate::crypto::Direction;
 use crate::envelope::{Message, Plain, auth_key_id};
 use crate::handshake::{ServerHandshake, Step};
 use crate::parked::Parked;
-use crate::session::{Backend, Outgoing, RpcError, Session, rpc_error, rpc_result};
+use crate::session::{Backend, Outgoing, Session, rpc_error, rpc_result};
 use crate::transport::{Detected, FrameError, Framing};
 
 /// The transport-level error a client gets for an auth key the server does not know: it
@@ -117,8 +117,10 @@ pub async fn connection<B: Backend>(
                                 .save_key(&new_key)
                                 .await
                                 .map_err(ConnectionError::Protocol)?;
+                            let expires_at = new_key.expires_at;
                             session = Some(
                                 Session::new(new_key.key, Some(new_key.salt), push.clone())
+                                    .expiring_at(expires_at)
                                     .on_connection(connection_id)
                                     .with_parking(parked.clone()),
                             );
@@ -136,11 +138,14 @@ pub async fn connection<B: Backend>(
                     );
                     continue;
                 }
+                let now = i64::from(unix_now());
                 if session.as_ref().map(|s| s.key().id()) != Some(key_id) {
-                    match backend.find_key(key_id).await {
-                        Some(key) => {
+                    // An expired temporary key is unknown, whatever the backend kept of it.
+                    match backend.find_key(key_id).await.filter(|k| !k.expired(now)) {
+                        Some(stored) => {
                             session = Some(
-                                Session::new(key, None, push.clone())
+                                Session::new(stored.key, None, push.clone())
+                                    .expiring_at(stored.expires_at)
                                     .on_connection(connection_id)
                                     .with_parking(parked.clone()),
                             )
@@ -155,6 +160,12 @@ pub async fn connection<B: Backend>(
                 let Some(current) = session.as_mut() else {
                     continue;
                 };
+                // A temporary key that expired while its connection was open ends there too.
+                if current.expired(now) {
+                    framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                    close_after_write = true;
+                    break;
+                }
                 let message = Message::decrypt(current.key(), Direction::ClientToServer, &frame)
                     .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
                 let actions = current.receive(message);
@@ -169,16 +180,18 @@ pub async fn connection<B: Backend>(
                     );
                 }
                 for (msg_id, perm_id) in actions.binds {
-                    let answer = match backend.find_key(perm_id).await {
-                        None => Err(RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID")),
-                        Some(perm) => match current.check_bind(msg_id, &perm) {
-                            Ok((perm_id, expires_at)) => {
-                                backend
-                                    .bind_temp_key(current.key().id(), perm_id, expires_at)
-                                    .await
+                    let perm = backend.find_key(perm_id).await;
+                    let answer = match current.check_bind(msg_id, perm.as_ref()) {
+                        Ok((perm_id, expires_at)) => {
+                            let bound = backend
+                                .bind_temp_key(current.key().id(), perm_id, expires_at)
+                                .await;
+                            if bound.is_ok() {
+                                current.bound_until(expires_at);
                             }
-                            Err(error) => Err(error),
-                        },
+                            bound
+                        }
+                        Err(error) => Err(error),
                     };
                     let reply = match answer {
                         Ok(()) => rpc_result(msg_id, &oxigram_tl::Serializable::to_bytes(&true)),

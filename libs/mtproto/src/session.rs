@@ -74,14 +74,43 @@ pub struct Call {
     pub connection_id: u64,
 }
 
+/// A key as the backend stores it: the key, and when a temporary key expires.
+#[derive(Debug, Clone)]
+pub struct StoredKey {
+    pub key: AuthKey,
+    /// Unix seconds from which a temporary key is unknown (`NewKey::expires_at`, or earlier
+    /// once bound); `None` for a permanent key.
+    pub expires_at: Option<i64>,
+}
+
+impl StoredKey {
+    pub fn permanent(key: AuthKey) -> StoredKey {
+        StoredKey {
+            key,
+            expires_at: None,
+        }
+    }
+
+    /// A temporary key past its expiry, which the server treats as unknown.
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
+    }
+}
+
 /// What the protocol needs from the application: keys and API calls.
 pub trait Backend: Send + Sync + 'static {
     fn server_key(&self) -> &ServerKey;
-    /// A stored key by id (`None` → the client is told `-404` and makes a new one).
-    fn find_key(&self, auth_key_id: i64) -> impl Future<Output = Option<AuthKey>> + Send;
-    /// Stores a key auth key creation made.
+    /// A stored key by id (`None` → the client is told `-404` and makes a new one). A temporary
+    /// key comes with its expiry: past it, the server treats it as unknown whatever the backend
+    /// returns.
+    fn find_key(&self, auth_key_id: i64) -> impl Future<Output = Option<StoredKey>> + Send;
+    /// Stores a key auth key creation made, a temporary one with its `expires_at`.
     fn save_key(&self, key: &NewKey) -> impl Future<Output = Result<(), String>> + Send;
-    /// `auth.bindTempAuthKey`: the temporary key acts for the permanent one until it expires.
+    /// `auth.bindTempAuthKey`, once the session checked the binding message: the temporary key
+    /// acts for the permanent one until `expires_at` (which also ends the temporary key if it is
+    /// earlier than its own expiry). A permanent key has one temporary key at a time: binding
+    /// another replaces it. A temporary key already bound to another permanent key is
+    /// `TEMP_AUTH_KEY_ALREADY_BOUND` (binding it again to the same one is fine).
     fn bind_temp_key(
         &self,
         temp_auth_key_id: i64,
@@ -146,6 +175,8 @@ pub struct Session {
     push: Pusher,
     connection_id: u64,
     pending_binds: Vec<(i64, functions::auth::BindTempAuthKey)>,
+    /// When the key expires, if it is a temporary one (see [`StoredKey`]).
+    expires_at: Option<i64>,
     /// Answers sent and not acknowledged yet, by msg_id (oldest first, bounded).
     unacked: VecDeque<(i64, Vec<u8>)>,
     /// Where the unacknowledged answers go when the session ends.
@@ -174,6 +205,7 @@ impl Session {
             push,
             connection_id: 0,
             pending_binds: Vec::new(),
+            expires_at: None,
             unacked: VecDeque::new(),
             parked: None,
         }
@@ -192,8 +224,19 @@ impl Session {
         self
     }
 
+    /// A session under a temporary key, which ends at `expires_at`.
+    pub fn expiring_at(mut self, expires_at: Option<i64>) -> Session {
+        self.expires_at = expires_at;
+        self
+    }
+
     pub fn key(&self) -> &AuthKey {
         &self.key
+    }
+
+    /// The key is temporary and past its expiry: the connection treats it as unknown.
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
     }
 
     /// The server salt of the period containing `time`.
@@ -463,6 +506,13 @@ impl Session {
                 }
             }
             _ => match self.unwrap_invoke(body) {
+                // Sent inside the invoke wrappers (a client's first call often is).
+                Some(query)
+                    if oxigram_tl::constructor_id(&query)
+                        == Some(functions::auth::BindTempAuthKey::CONSTRUCTOR_ID) =>
+                {
+                    self.dispatch(msg_id, seq_no, query, top_level, actions);
+                }
                 Some(query) => {
                     let call = Call {
                         auth_key_id: self.key.id(),
@@ -525,51 +575,67 @@ impl Session {
         }
     }
 
-    /// `auth.bindTempAuthKey`, checked as the protocol requires: the inner message is
-    /// encrypted with the permanent key, carries the outer msg_id, and names this temporary key
-    /// and session. The permanent key itself is checked by the backend's lookup.
+    /// `auth.bindTempAuthKey`, first half: only a temporary key can be bound
+    /// (`TEMP_AUTH_KEY_EMPTY` over a permanent one); the rest waits for the permanent key.
     fn bind_request(
         &mut self,
         msg_id: i64,
         request: functions::auth::BindTempAuthKey,
         actions: &mut Actions,
     ) {
+        if self.expires_at.is_none() {
+            actions.send.push(rpc_error(
+                msg_id,
+                &RpcError::new(400, "TEMP_AUTH_KEY_EMPTY"),
+            ));
+            return;
+        }
         actions.binds.push((msg_id, request.perm_auth_key_id));
         self.pending_binds.push((msg_id, request));
     }
 
-    /// Second half of a bind, once the backend found the permanent key.
-    pub fn check_bind(&mut self, msg_id: i64, perm: &AuthKey) -> Result<(i64, i32), RpcError> {
+    /// Second half of a bind, once the backend looked the permanent key up: the binding message
+    /// must be encrypted with that key under MTProto 1.0 (see [`crate::bind`]), be the call's
+    /// own message (its msg_id, seq_no 0) and name the call's nonce, permanent key and expiry,
+    /// this temporary key and this session. Any mismatch, or a permanent key that is unknown or
+    /// itself temporary, is `ENCRYPTED_MESSAGE_INVALID`. Returns the permanent key's id and the
+    /// binding's expiry for [`Backend::bind_temp_key`].
+    pub fn check_bind(
+        &mut self,
+        msg_id: i64,
+        perm: Option<&StoredKey>,
+    ) -> Result<(i64, i32), RpcError> {
+        let invalid = || RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID");
         let position = self
             .pending_binds
             .iter()
             .position(|(id, _)| *id == msg_id)
-            .ok_or_else(|| RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID"))?;
+            .ok_or_else(invalid)?;
         let (_, request) = self.pending_binds.swap_remove(position);
-        let invalid = || RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID");
-        if request.perm_auth_key_id != perm.id() {
+        let perm = perm.ok_or_else(invalid)?;
+        if perm.expires_at.is_some() || request.perm_auth_key_id != perm.key.id() {
             return Err(invalid());
         }
-        let inner = Message::decrypt(perm, Direction::ClientToServer, &request.encrypted_message)
-            .map_err(|_| invalid())?;
-        if inner.msg_id != msg_id || inner.seq_no != 0 {
-            return Err(invalid());
-        }
-        let mut cursor = Cursor::from_slice(&inner.body);
-        let id = u32::deserialize(&mut cursor).map_err(|_| invalid())?;
-        if id != types::BindAuthKeyInner::CONSTRUCTOR_ID {
-            return Err(invalid());
-        }
-        let binding = types::BindAuthKeyInner::deserialize(&mut cursor).map_err(|_| invalid())?;
-        if binding.nonce != request.nonce
-            || binding.temp_auth_key_id != self.key.id()
-            || binding.perm_auth_key_id != perm.id()
-            || Some(binding.temp_session_id) != self.session_id
-            || binding.expires_at != request.expires_at
+        let opened =
+            crate::bind::decrypt(&perm.key, &request.encrypted_message).map_err(|_| invalid())?;
+        let inner = opened.inner;
+        if opened.msg_id != msg_id
+            || opened.seq_no != 0
+            || inner.nonce != request.nonce
+            || inner.temp_auth_key_id != self.key.id()
+            || inner.perm_auth_key_id != request.perm_auth_key_id
+            || Some(inner.temp_session_id) != self.session_id
+            || inner.expires_at != request.expires_at
         {
             return Err(invalid());
         }
-        Ok((perm.id(), request.expires_at))
+        Ok((perm.key.id(), request.expires_at))
+    }
+
+    /// The backend bound this temporary key until `expires_at`: it ends then, if not sooner.
+    pub fn bound_until(&mut self, expires_at: i32) {
+        let until = i64::from(expires_at);
+        self.expires_at = Some(self.expires_at.map_or(until, |at| at.min(until)));
     }
 
     /// Encrypts an outgoing message for the current session.
