@@ -122,6 +122,33 @@ impl Client {
         Ok(Self::with_stream(stream, framing, buf, key, salt))
     }
 
+    /// Connects again in the same session (same key and session id, seq_no and msg_ids going
+    /// on), as a client does when its connection broke.
+    pub async fn resume(
+        addr: &str,
+        resumption: Resumption,
+        options: Options,
+    ) -> Result<Client, ClientError> {
+        let (stream, framing, buf) = open(addr, options).await?;
+        let mut client = Self::with_stream(stream, framing, buf, resumption.key, resumption.salt);
+        client.session_id = resumption.session_id;
+        client.sent_content = resumption.sent_content;
+        client.last_msg_id = resumption.last_msg_id;
+        client.layer_sent = true;
+        Ok(client)
+    }
+
+    /// What [`Client::resume`] needs to go on with this session on a new connection.
+    pub fn resumption(&self) -> Resumption {
+        Resumption {
+            key: self.key.clone(),
+            salt: self.salt,
+            session_id: self.session_id,
+            sent_content: self.sent_content,
+            last_msg_id: self.last_msg_id,
+        }
+    }
+
     /// Connects with a key made before (a reconnect).
     pub async fn reconnect(
         addr: &str,
@@ -329,6 +356,22 @@ impl Client {
         Ok(())
     }
 
+    /// The answer to message `msg_id` sent with [`Client::send_message`]: its `rpc_result`'s
+    /// result, `pong` or `future_salts`; a `bad_msg_notification` about it is
+    /// [`ClientError::BadMsg`] (a `bad_server_salt` too, with code 48, after the salt is
+    /// taken).
+    pub async fn answer(&mut self, msg_id: i64) -> Result<Vec<u8>, ClientError> {
+        match self.answer_to(msg_id).await? {
+            Answer::Result(result) => Ok(result),
+            Answer::Resend => Err(ClientError::BadMsg(48)),
+        }
+    }
+
+    /// The next message from the server as it came, nothing sorted or taken out of it.
+    pub async fn receive_message(&mut self) -> Result<Message, ClientError> {
+        self.receive().await
+    }
+
     async fn answer_to(&mut self, msg_id: i64) -> Result<Answer, ClientError> {
         loop {
             let message = self.receive().await?;
@@ -456,6 +499,16 @@ impl Client {
 enum Answer {
     Result(Vec<u8>),
     Resend,
+}
+
+/// A session's state a client keeps to go on with it over a new connection.
+#[derive(Debug, Clone)]
+pub struct Resumption {
+    pub key: AuthKey,
+    pub salt: i64,
+    pub session_id: i64,
+    pub sent_content: i32,
+    pub last_msg_id: i64,
 }
 
 /// A bind call before it is sent: the call's own fields, the binding message, and the key and

@@ -1,6 +1,8 @@
 //! The TCP server: one task per connection that tells the transport, runs auth key creation
 //! on unencrypted messages, and drives a [`Session`] on encrypted ones. A connection that sends
-//! a bad frame or an undecryptable message is closed; no other connection notices.
+//! a bad frame or an undecryptable message is closed; no other connection notices. A call's
+//! answer goes to whichever connection its session is on when it is ready (see
+//! [`crate::parked`]), so a call outlives the connection it came on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +17,7 @@ use tracing::debug;
 use crate::crypto::Direction;
 use crate::envelope::{Message, Plain, auth_key_id};
 use crate::handshake::{ServerHandshake, Step};
-use crate::parked::Parked;
+use crate::parked::{Answer, AnswerSender, Parked};
 use crate::session::{Backend, Outgoing, Session, rpc_error, rpc_result};
 use crate::transport::{Detected, FrameError, Framing};
 
@@ -41,7 +43,15 @@ pub enum ConnectionError {
 
 /// Accepts connections until the listener fails; each runs in its own task.
 pub async fn serve<B: Backend>(listener: TcpListener, backend: Arc<B>) -> std::io::Result<()> {
-    let parked = Arc::new(Parked::default());
+    serve_with(listener, backend, Arc::new(Parked::default())).await
+}
+
+/// [`serve`] with the sessions kept in `parked` (tests look into it).
+pub async fn serve_with<B: Backend>(
+    listener: TcpListener,
+    backend: Arc<B>,
+    parked: Arc<Parked>,
+) -> std::io::Result<()> {
     loop {
         let (stream, peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
@@ -61,11 +71,42 @@ fn unix_now() -> i32 {
         .unwrap_or(0)
 }
 
-/// One client connection, start to end; `parked` keeps what its sessions leave unacknowledged.
+/// One client connection, start to end; its sessions live in `parked`, where they go on after
+/// it ends.
 pub async fn connection<B: Backend>(
-    mut stream: TcpStream,
+    stream: TcpStream,
     backend: Arc<B>,
     parked: Arc<Parked>,
+) -> Result<(), ConnectionError> {
+    let (answers, mut answered) = mpsc::unbounded_channel::<Answer>();
+    let mut session: Option<Session> = None;
+    let result = run(
+        stream,
+        &backend,
+        &parked,
+        answers,
+        &mut answered,
+        &mut session,
+    )
+    .await;
+    // The session lets go of this connection first, so that an answer finished from now on
+    // waits for the session's next connection; then the answers already queued here follow
+    // it there.
+    drop(session);
+    answered.close();
+    while let Ok(answer) = answered.try_recv() {
+        parked.deliver(answer);
+    }
+    result
+}
+
+async fn run<B: Backend>(
+    mut stream: TcpStream,
+    backend: &Arc<B>,
+    parked: &Arc<Parked>,
+    answers: AnswerSender,
+    answered: &mut mpsc::UnboundedReceiver<Answer>,
+    session: &mut Option<Session>,
 ) -> Result<(), ConnectionError> {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -85,7 +126,13 @@ pub async fn connection<B: Backend>(
     let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let (push, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let mut handshake = ServerHandshake::new();
-    let mut session: Option<Session> = None;
+    let new_session = |key, salt, expires_at| {
+        Session::new(key, salt, push.clone())
+            .expiring_at(expires_at)
+            .on_connection(connection_id)
+            .with_parking(parked.clone())
+            .answering_to(answers.clone())
+    };
     let mut out = Vec::new();
     let mut plain_msg_id = 0i64;
     let mut idle_until = Instant::now() + IDLE;
@@ -118,12 +165,8 @@ pub async fn connection<B: Backend>(
                                 .await
                                 .map_err(ConnectionError::Protocol)?;
                             let expires_at = new_key.expires_at;
-                            session = Some(
-                                Session::new(new_key.key, Some(new_key.salt), push.clone())
-                                    .expiring_at(expires_at)
-                                    .on_connection(connection_id)
-                                    .with_parking(parked.clone()),
-                            );
+                            *session =
+                                Some(new_session(new_key.key, Some(new_key.salt), expires_at));
                             reply
                         }
                     };
@@ -143,12 +186,7 @@ pub async fn connection<B: Backend>(
                     // An expired temporary key is unknown, whatever the backend kept of it.
                     match backend.find_key(key_id).await.filter(|k| !k.expired(now)) {
                         Some(stored) => {
-                            session = Some(
-                                Session::new(stored.key, None, push.clone())
-                                    .expiring_at(stored.expires_at)
-                                    .on_connection(connection_id)
-                                    .with_parking(parked.clone()),
-                            )
+                            *session = Some(new_session(stored.key, None, stored.expires_at))
                         }
                         None => {
                             framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
@@ -201,13 +239,18 @@ pub async fn connection<B: Backend>(
                 }
                 for (msg_id, call, query) in actions.calls {
                     let backend = backend.clone();
-                    let answers = push.clone();
+                    let route = current.answer_route();
                     tokio::spawn(async move {
+                        let (auth_key_id, session_id) = (call.auth_key_id, call.session_id);
                         let reply = match backend.call(call, query).await {
                             Ok(answer) => rpc_result(msg_id, &answer),
                             Err(error) => rpc_error(msg_id, &error),
                         };
-                        let _ = answers.send(reply);
+                        route.deliver(Answer {
+                            auth_key_id,
+                            session_id,
+                            body: reply.body,
+                        });
                     });
                 }
             }
@@ -228,6 +271,21 @@ pub async fn connection<B: Backend>(
                 idle_until = Instant::now() + IDLE;
                 buf.extend_from_slice(&chunk[..n]);
                 fresh_bytes = true;
+            }
+            Some(answer) = answered.recv() => {
+                // Whatever else is ready goes in the same write; an answer of a session this
+                // connection no longer serves goes where that session is now.
+                let mut next = Some(answer);
+                while let Some(answer) = next {
+                    match session.as_mut() {
+                        Some(current) if current.serves(answer.auth_key_id, answer.session_id) => {
+                            let reply = Outgoing { body: answer.body, content_related: true };
+                            framing.encode(&current.seal(&reply), &mut out);
+                        }
+                        _ => parked.deliver(answer),
+                    }
+                    next = answered.try_recv().ok();
+                }
             }
             Some(next) = outgoing.recv() => {
                 if let Some(current) = session.as_mut() {

@@ -1,12 +1,15 @@
-//! The server side of an encrypted MTProto session: it checks every message (msg_id window and
-//! parity, seq_no parity, server salt), answers the service messages itself (`ping`,
-//! `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`, `destroy_session`, state and resend
-//! requests, `rpc_drop_answer`), opens `msg_container` and `gzip_packed`, strips the invoke
-//! wrappers (`invokeWithLayer`, `initConnection`, …), and hands each remaining API call to the
-//! [`Backend`], answering with `rpc_result`.
+//! The server side of an encrypted MTProto session: it checks every message (msg_id window,
+//! parity, duplicates and age; seq_no parity and order; server salt), answers the service
+//! messages itself (`ping`, `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`,
+//! `destroy_session`, state and resend requests, `rpc_drop_answer`), opens `msg_container` and
+//! `gzip_packed`, strips the invoke wrappers (`invokeWithLayer`, `initConnection`, …), checks
+//! `auth.bindTempAuthKey`, and hands each remaining API call to the [`Backend`], answering with
+//! `rpc_result`. What must outlive the connection (answers, running calls, seq_no) is the
+//! session's [`Shared`] state (see [`crate::parked`]).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -17,7 +20,7 @@ use tokio::sync::mpsc;
 use crate::crypto::{AuthKey, Direction, sha256};
 use crate::envelope::Message;
 use crate::handshake::{NewKey, boxed};
-use crate::parked::{self, Left, Parked};
+use crate::parked::{AnswerSender, Parked, Shared};
 use crate::rsa_key::ServerKey;
 use crate::wire::{self, Tail};
 
@@ -129,10 +132,13 @@ pub trait Backend: Send + Sync + 'static {
 /// How far a client msg_id's time may be behind or ahead of the server's clock.
 const MSG_ID_PAST_SECS: i64 = 300;
 const MSG_ID_FUTURE_SECS: i64 = 30;
-/// How many recent msg_ids are remembered to drop duplicates.
+/// How many recent msg_ids a connection remembers, to drop duplicates and check seq_no order;
+/// an older one than all of them gets code 20 (too old to tell).
 const SEEN_MSG_IDS: usize = 512;
 /// Salts rotate hourly; the current and the previous one are accepted.
 const SALT_PERIOD_SECS: i64 = 3600;
+/// The most salts one `get_future_salts` answers.
+const MAX_FUTURE_SALTS: i32 = 64;
 
 /// bad_msg_notification error codes.
 pub mod bad_msg {
@@ -140,6 +146,9 @@ pub mod bad_msg {
     pub const MSG_ID_TOO_HIGH: i32 = 17;
     pub const MSG_ID_BAD_LOW_BITS: i32 = 18;
     pub const CONTAINER_MSG_ID_REUSED: i32 = 19;
+    pub const MSG_TOO_OLD: i32 = 20;
+    pub const SEQ_NO_TOO_LOW: i32 = 32;
+    pub const SEQ_NO_TOO_HIGH: i32 = 33;
     pub const SEQ_NO_EVEN_EXPECTED: i32 = 34;
     pub const SEQ_NO_ODD_EXPECTED: i32 = 35;
     pub const BAD_SERVER_SALT: i32 = 48;
@@ -151,24 +160,28 @@ pub mod bad_msg {
 pub struct Actions {
     /// Send now, in order.
     pub send: Vec<Outgoing>,
-    /// Run these calls (msg_id of the request, the call, the query) and send their answers.
+    /// Run these calls (msg_id of the request, the call, the query) and deliver their answers
+    /// through [`Session::answer_route`].
     pub calls: Vec<(i64, Call, Vec<u8>)>,
     /// Bind a temporary key: (request msg_id, permanent key id); finish with
-    /// [`Session::check_bind`] once the permanent key is found.
+    /// [`Session::check_bind`] once the permanent key is looked up.
     pub binds: Vec<(i64, i64)>,
     /// `ping_delay_disconnect`: close the connection after this many seconds of silence.
     pub disconnect_after: Option<i32>,
 }
 
-/// One connection's session state under one auth key.
+/// One connection's view of a session under one auth key.
 pub struct Session {
     key: AuthKey,
     session_id: Option<i64>,
     /// The salt auth key creation gave (valid alongside the time-based ones).
     initial_salt: Option<i64>,
-    seen: VecDeque<i64>,
-    seen_set: HashSet<i64>,
-    sent_content: i32,
+    /// The msg_ids this connection received in the session (the newest [`SEEN_MSG_IDS`]).
+    seen: BTreeSet<i64>,
+    /// Of those, the content-related ones with their seq_no, which grow together.
+    content: BTreeMap<i64, i32>,
+    /// The highest msg_id forgotten from `seen`: at or below it, a duplicate cannot be told.
+    forgotten_up_to: i64,
     last_msg_id: i64,
     layer: Option<i32>,
     device_model: Option<String>,
@@ -177,10 +190,13 @@ pub struct Session {
     pending_binds: Vec<(i64, functions::auth::BindTempAuthKey)>,
     /// When the key expires, if it is a temporary one (see [`StoredKey`]).
     expires_at: Option<i64>,
-    /// Answers sent and not acknowledged yet, by msg_id (oldest first, bounded).
-    unacked: VecDeque<(i64, Vec<u8>)>,
-    /// Where the unacknowledged answers go when the session ends.
+    /// The session's state its connections share (this connection's own when there is no
+    /// `parked`).
+    shared: Arc<Shared>,
+    /// Where sessions are found by id, so a session goes on over a new connection.
     parked: Option<Arc<Parked>>,
+    /// This connection's way to receive its sessions' answers.
+    answers: Option<AnswerSender>,
 }
 
 fn unix_now() -> i64 {
@@ -196,9 +212,9 @@ impl Session {
             key,
             session_id: None,
             initial_salt,
-            seen: VecDeque::new(),
-            seen_set: HashSet::new(),
-            sent_content: 0,
+            seen: BTreeSet::new(),
+            content: BTreeMap::new(),
+            forgotten_up_to: i64::MIN,
             last_msg_id: 0,
             layer: None,
             device_model: None,
@@ -206,15 +222,23 @@ impl Session {
             connection_id: 0,
             pending_binds: Vec::new(),
             expires_at: None,
-            unacked: VecDeque::new(),
+            shared: Arc::default(),
             parked: None,
+            answers: None,
         }
     }
 
-    /// Keeps the session's unacknowledged answers in `parked` when it ends, and takes over
-    /// those of an earlier connection of the same session.
+    /// Finds the session's state in `parked` (an earlier connection's, or another open one's)
+    /// and leaves it there when this connection ends, so the session goes on elsewhere.
     pub fn with_parking(mut self, parked: Arc<Parked>) -> Session {
         self.parked = Some(parked);
+        self
+    }
+
+    /// The session's answers reach this connection through `answers` (see
+    /// [`Session::answer_route`]).
+    pub fn answering_to(mut self, answers: AnswerSender) -> Session {
+        self.answers = Some(answers);
         self
     }
 
@@ -239,6 +263,17 @@ impl Session {
         self.expires_at.is_some_and(|at| now >= at)
     }
 
+    /// Whether an answer of (`auth_key_id`, `session_id`) is this connection's to send.
+    pub fn serves(&self, auth_key_id: i64, session_id: i64) -> bool {
+        self.key.id() == auth_key_id && self.session_id == Some(session_id)
+    }
+
+    /// Where the answers of the calls in the last [`Actions`] go: to whichever connection the
+    /// session is on when they are ready, or kept for its next one.
+    pub fn answer_route(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
     /// The server salt of the period containing `time`.
     pub fn salt_at(&self, time: i64) -> i64 {
         let period = time.div_euclid(SALT_PERIOD_SECS);
@@ -250,8 +285,9 @@ impl Session {
         self.salt_at(unix_now())
     }
 
-    fn salt_is_valid(&self, salt: i64) -> bool {
-        let now = unix_now();
+    /// The key's first salt, the current period's and the previous one's: a salt is good from
+    /// the start of its period until the end of the next (what `get_future_salts` promises).
+    fn salt_is_valid_at(&self, salt: i64, now: i64) -> bool {
         Some(salt) == self.initial_salt
             || salt == self.salt_at(now)
             || salt == self.salt_at(now - SALT_PERIOD_SECS)
@@ -261,47 +297,15 @@ impl Session {
     pub fn receive(&mut self, message: Message) -> Actions {
         let mut actions = Actions::default();
         if self.session_id != Some(message.session_id) {
-            self.leave();
-            self.session_id = Some(message.session_id);
-            self.sent_content = 0;
-            let resumed = self
-                .parked
-                .as_ref()
-                .and_then(|p| p.take(self.key.id(), message.session_id));
-            if let Some(left) = resumed {
-                // The same session on a new connection: what it did not acknowledge comes
-                // again, and seq_no goes on where it was.
-                self.sent_content = left.sent_content;
-                actions
-                    .send
-                    .extend(left.unacked.into_iter().map(|body| Outgoing {
-                        body,
-                        content_related: true,
-                    }));
-                return self.after_session_check(message, actions);
-            }
-            let mut unique_id = [0u8; 8];
-            rand::rng().fill_bytes(&mut unique_id);
-            actions.send.push(Outgoing {
-                body: boxed(&types::NewSessionCreated {
-                    first_msg_id: message.msg_id,
-                    unique_id: i64::from_le_bytes(unique_id),
-                    server_salt: self.current_salt(),
-                }),
-                content_related: true,
-            });
+            self.start(message.session_id, message.msg_id, &mut actions);
         }
-        self.after_session_check(message, actions)
-    }
-
-    fn after_session_check(&mut self, message: Message, mut actions: Actions) -> Actions {
         if let Some(code) = msg_id_error(message.msg_id) {
             actions
                 .send
                 .push(bad_msg(message.msg_id, message.seq_no, code));
             return actions;
         }
-        if !self.salt_is_valid(message.salt) {
+        if !self.salt_is_valid_at(message.salt, unix_now()) {
             actions.send.push(Outgoing {
                 body: boxed(&types::BadServerSalt {
                     bad_msg_id: message.msg_id,
@@ -317,10 +321,56 @@ impl Session {
             message.msg_id,
             message.seq_no,
             message.body,
-            true,
+            Nesting::default(),
             &mut actions,
         );
         actions
+    }
+
+    /// The connection's first message of a session (or the client switched sessions): a
+    /// session seen before goes on (what the client has not got for sure comes again, and
+    /// seq_no goes on), a new one is announced with `new_session_created`.
+    fn start(&mut self, session_id: i64, first_msg_id: i64, actions: &mut Actions) {
+        self.leave();
+        self.session_id = Some(session_id);
+        self.seen.clear();
+        self.content.clear();
+        self.forgotten_up_to = i64::MIN;
+        let (shared, resumed) = match &self.parked {
+            Some(parked) => parked.attach(
+                self.key.id(),
+                session_id,
+                self.connection_id,
+                self.answers.clone(),
+            ),
+            None => (Arc::default(), false),
+        };
+        self.shared = shared;
+        if resumed {
+            let again = self.shared.lock().take_for_resend();
+            for body in again {
+                // Its request counts as received here: sent again under the same msg_id, it
+                // is a duplicate even before this answer is sealed.
+                if let Some((req_msg_id, _)) = body.get(4..).and_then(wire::parse_rpc_result) {
+                    self.remember(req_msg_id, 0, false);
+                }
+                actions.send.push(Outgoing {
+                    body,
+                    content_related: true,
+                });
+            }
+            return;
+        }
+        let mut unique_id = [0u8; 8];
+        rand::rng().fill_bytes(&mut unique_id);
+        actions.send.push(Outgoing {
+            body: boxed(&types::NewSessionCreated {
+                first_msg_id,
+                unique_id: i64::from_le_bytes(unique_id),
+                server_salt: self.current_salt(),
+            }),
+            content_related: true,
+        });
     }
 
     fn dispatch(
@@ -328,34 +378,57 @@ impl Session {
         msg_id: i64,
         seq_no: i32,
         body: Vec<u8>,
-        top_level: bool,
+        nesting: Nesting,
         actions: &mut Actions,
     ) {
-        if !self.remember(msg_id) {
-            // A duplicate: the client re-sent it; its answer is on its way or already sent.
-            return;
-        }
         let Some(id) = oxigram_tl::constructor_id(&body) else {
             actions
                 .send
                 .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER));
             return;
         };
+        let rest = &body[4..];
+        if id == wire::GZIP_PACKED {
+            // The packed object is the message itself, under the same msg_id and seq_no. A
+            // packed gzip_packed is refused: nothing sends one, and it would let a message
+            // nest without end.
+            match wire::gunzip(rest) {
+                Ok(inner) if !nesting.packed => self.dispatch(
+                    msg_id,
+                    seq_no,
+                    inner,
+                    Nesting {
+                        packed: true,
+                        ..nesting
+                    },
+                    actions,
+                ),
+                _ => actions.send.push(rpc_error(
+                    msg_id,
+                    &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+                )),
+            }
+            return;
+        }
+        if self.seen.contains(&msg_id) || self.shared.lock().knows(msg_id) {
+            // A duplicate: the client sent it again (maybe over a new connection); its answer
+            // is on its way or already sent. A container must never reuse a msg_id.
+            if id == wire::MSG_CONTAINER {
+                actions
+                    .send
+                    .push(bad_msg(msg_id, seq_no, bad_msg::CONTAINER_MSG_ID_REUSED));
+            }
+            return;
+        }
         let content_related = !matches!(id, wire::MSG_CONTAINER | types::MsgsAck::CONSTRUCTOR_ID);
-        let odd = seq_no & 1 == 1;
-        if id != wire::GZIP_PACKED && content_related != odd {
-            let code = if content_related {
-                bad_msg::SEQ_NO_ODD_EXPECTED
-            } else {
-                bad_msg::SEQ_NO_EVEN_EXPECTED
-            };
+        if let Some(code) = self.order_error(msg_id, seq_no, content_related) {
             actions.send.push(bad_msg(msg_id, seq_no, code));
             return;
         }
-        let rest = &body[4..];
+        self.remember(msg_id, seq_no, content_related);
         match id {
             wire::MSG_CONTAINER => {
-                if !top_level {
+                if nesting.contained {
                     actions
                         .send
                         .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER));
@@ -376,7 +449,11 @@ impl Session {
                                 ));
                                 continue;
                             }
-                            self.dispatch(inner.msg_id, inner.seq_no, inner.body, false, actions);
+                            let nesting = Nesting {
+                                contained: true,
+                                packed: false,
+                            };
+                            self.dispatch(inner.msg_id, inner.seq_no, inner.body, nesting, actions);
                         }
                     }
                     Err(_) => actions
@@ -384,20 +461,12 @@ impl Session {
                         .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER)),
                 }
             }
-            wire::GZIP_PACKED => match wire::gunzip(rest) {
-                Ok(inner) => {
-                    // The packed object is the message itself, under the same msg_id.
-                    self.seen_set.remove(&msg_id);
-                    self.dispatch(msg_id, seq_no, inner, top_level, actions);
-                }
-                Err(_) => actions.send.push(rpc_error(
-                    msg_id,
-                    &RpcError::new(400, "INPUT_REQUEST_INVALID"),
-                )),
-            },
             types::MsgsAck::CONSTRUCTOR_ID => {
                 let ids = msg_ids(rest);
-                self.unacked.retain(|(id, _)| !ids.contains(id));
+                self.shared
+                    .lock()
+                    .unacked
+                    .retain(|sent| !ids.contains(&sent.msg_id));
             }
             functions::Ping::CONSTRUCTOR_ID | functions::PingDelayDisconnect::CONSTRUCTOR_ID => {
                 let mut cursor = Cursor::from_slice(rest);
@@ -418,26 +487,10 @@ impl Session {
             }
             functions::GetFutureSalts::CONSTRUCTOR_ID => {
                 let num = functions::GetFutureSalts::deserialize(&mut Cursor::from_slice(rest))
-                    .map(|r| r.num.clamp(1, 64))
+                    .map(|r| r.num.clamp(1, MAX_FUTURE_SALTS))
                     .unwrap_or(1);
-                let now = unix_now();
-                let first_period = now.div_euclid(SALT_PERIOD_SECS);
-                let salts = (0..i64::from(num))
-                    .map(|k| {
-                        let start = (first_period + k) * SALT_PERIOD_SECS;
-                        types::FutureSalt {
-                            valid_since: start as i32,
-                            valid_until: (start + 2 * SALT_PERIOD_SECS) as i32,
-                            salt: self.salt_at(start),
-                        }
-                    })
-                    .collect();
                 actions.send.push(Outgoing {
-                    body: boxed(&types::FutureSalts {
-                        req_msg_id: msg_id,
-                        now: now as i32,
-                        salts: oxigram_tl::RawVec(salts),
-                    }),
+                    body: boxed(&self.future_salts(msg_id, num, unix_now())),
                     content_related: true,
                 });
             }
@@ -446,12 +499,18 @@ impl Session {
                     functions::DestroySession::deserialize(&mut Cursor::from_slice(rest))
                         .map(|r| r.session_id)
                         .unwrap_or(0);
-                // Sessions keep no server state beyond the connection, so any other one is
-                // already gone.
-                let answer = if Some(session_id) == self.session_id {
-                    boxed(&types::DestroySessionNone { session_id })
-                } else {
+                // Another session of the same key: what it left (answers, its place in the
+                // msg_id and seq_no checks) is forgotten. Destroying the current session is
+                // undefined in the protocol; it is left as it is.
+                let destroyed = Some(session_id) != self.session_id
+                    && self
+                        .parked
+                        .as_ref()
+                        .is_some_and(|p| p.forget(self.key.id(), session_id));
+                let answer = if destroyed {
                     boxed(&types::DestroySessionOk { session_id })
+                } else {
+                    boxed(&types::DestroySessionNone { session_id })
                 };
                 actions.send.push(rpc_result(msg_id, &answer));
             }
@@ -470,15 +529,17 @@ impl Session {
                 // Answers still unacknowledged go again; of any other message nothing is known.
                 let ids = msg_ids(rest);
                 let mut unknown = 0;
+                let shared = self.shared.lock();
                 for id in &ids {
-                    match self.unacked.iter().find(|(sent, _)| sent == id) {
-                        Some((_, body)) => actions.send.push(Outgoing {
-                            body: body.clone(),
+                    match shared.unacked.iter().find(|sent| sent.msg_id == *id) {
+                        Some(sent) => actions.send.push(Outgoing {
+                            body: sent.body.clone(),
                             content_related: true,
                         }),
                         None => unknown += 1,
                     }
                 }
+                drop(shared);
                 if unknown > 0 {
                     actions.send.push(Outgoing {
                         body: boxed(&types::MsgsStateInfo {
@@ -497,13 +558,7 @@ impl Session {
             }
             types::HttpWait::CONSTRUCTOR_ID => {}
             functions::auth::BindTempAuthKey::CONSTRUCTOR_ID => {
-                match functions::auth::BindTempAuthKey::deserialize(&mut Cursor::from_slice(rest)) {
-                    Ok(request) => self.bind_request(msg_id, request, actions),
-                    Err(_) => actions.send.push(rpc_error(
-                        msg_id,
-                        &RpcError::new(400, "INPUT_REQUEST_INVALID"),
-                    )),
-                }
+                self.bind_call(msg_id, rest, actions)
             }
             _ => match self.unwrap_invoke(body) {
                 // Sent inside the invoke wrappers (a client's first call often is).
@@ -511,7 +566,7 @@ impl Session {
                     if oxigram_tl::constructor_id(&query)
                         == Some(functions::auth::BindTempAuthKey::CONSTRUCTOR_ID) =>
                 {
-                    self.dispatch(msg_id, seq_no, query, top_level, actions);
+                    self.bind_call(msg_id, &query[4..], actions);
                 }
                 Some(query) => {
                     let call = Call {
@@ -523,6 +578,7 @@ impl Session {
                         push: self.push.clone(),
                         connection_id: self.connection_id,
                     };
+                    self.shared.lock().running.insert(msg_id);
                     actions.calls.push((msg_id, call, query));
                 }
                 None => actions.send.push(rpc_error(
@@ -530,6 +586,76 @@ impl Session {
                     &RpcError::new(400, "INPUT_REQUEST_INVALID"),
                 )),
             },
+        }
+    }
+
+    /// The bad_msg_notification code a message earns by its place among the ones received:
+    /// too old to tell (20), seq_no of the wrong parity (34, 35), or a content-related message
+    /// whose seq_no is out of order with another content-related one's (32: an earlier msg_id
+    /// has a seq_no as high or higher; 33: a later msg_id has one as low or lower).
+    ///
+    /// Order is checked among content-related messages only: their seq_no are odd and unique,
+    /// and every client numbers them as it makes their msg_ids. A container or an ack carries
+    /// the count so far (even, shared with the content message before it), and clients make a
+    /// container's msg_id after those of the messages inside, so holding them to the same order
+    /// would refuse stock clients' traffic.
+    fn order_error(&self, msg_id: i64, seq_no: i32, content_related: bool) -> Option<i32> {
+        if msg_id <= self.forgotten_up_to {
+            return Some(bad_msg::MSG_TOO_OLD);
+        }
+        if content_related != (seq_no & 1 == 1) {
+            return Some(if content_related {
+                bad_msg::SEQ_NO_ODD_EXPECTED
+            } else {
+                bad_msg::SEQ_NO_EVEN_EXPECTED
+            });
+        }
+        if !content_related {
+            return None;
+        }
+        let before = self.content.range(..msg_id).next_back();
+        if before.is_some_and(|(_, &earlier)| earlier >= seq_no) {
+            return Some(bad_msg::SEQ_NO_TOO_LOW);
+        }
+        let after = self
+            .content
+            .range((Bound::Excluded(msg_id), Bound::Unbounded))
+            .next();
+        if after.is_some_and(|(_, &later)| later <= seq_no) {
+            return Some(bad_msg::SEQ_NO_TOO_HIGH);
+        }
+        None
+    }
+
+    /// `future_salts` for `num` periods from the current one: each salt is valid from its
+    /// period's start to the end of the next period, so consecutive salts overlap by one.
+    fn future_salts(&self, req_msg_id: i64, num: i32, now: i64) -> types::FutureSalts {
+        let first_period = now.div_euclid(SALT_PERIOD_SECS);
+        let salts = (0..i64::from(num))
+            .map(|k| {
+                let start = (first_period + k) * SALT_PERIOD_SECS;
+                types::FutureSalt {
+                    valid_since: start as i32,
+                    valid_until: (start + 2 * SALT_PERIOD_SECS) as i32,
+                    salt: self.salt_at(start),
+                }
+            })
+            .collect();
+        types::FutureSalts {
+            req_msg_id,
+            now: now as i32,
+            salts: oxigram_tl::RawVec(salts),
+        }
+    }
+
+    /// `auth.bindTempAuthKey`'s body (after its constructor id).
+    fn bind_call(&mut self, msg_id: i64, rest: &[u8], actions: &mut Actions) {
+        match functions::auth::BindTempAuthKey::deserialize(&mut Cursor::from_slice(rest)) {
+            Ok(request) => self.bind_request(msg_id, request, actions),
+            Err(_) => actions.send.push(rpc_error(
+                msg_id,
+                &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+            )),
         }
     }
 
@@ -640,19 +766,18 @@ impl Session {
 
     /// Encrypts an outgoing message for the current session.
     pub fn seal(&mut self, outgoing: &Outgoing) -> Vec<u8> {
-        let seq_no = if outgoing.content_related {
-            self.sent_content += 1;
-            self.sent_content * 2 - 1
-        } else {
-            self.sent_content * 2
-        };
         let msg_id = self.next_msg_id();
+        let mut shared = self.shared.lock();
+        let seq_no = if outgoing.content_related {
+            shared.sent_content += 1;
+            shared.sent_content * 2 - 1
+        } else {
+            shared.sent_content * 2
+        };
         if outgoing.content_related && is_answer(&outgoing.body) {
-            self.unacked.push_back((msg_id, outgoing.body.clone()));
-            if self.unacked.len() > parked::MAX_PER_SESSION {
-                self.unacked.pop_front();
-            }
+            shared.sent(msg_id, &outgoing.body);
         }
+        drop(shared);
         let message = Message {
             salt: self.current_salt(),
             session_id: self.session_id.unwrap_or_default(),
@@ -679,18 +804,18 @@ impl Session {
         self.last_msg_id
     }
 
-    /// `false` for a msg_id seen recently.
-    fn remember(&mut self, msg_id: i64) -> bool {
-        if !self.seen_set.insert(msg_id) {
-            return false;
+    /// Records a message that passed the checks; past [`SEEN_MSG_IDS`] the oldest is forgotten.
+    fn remember(&mut self, msg_id: i64, seq_no: i32, content_related: bool) {
+        self.seen.insert(msg_id);
+        if content_related {
+            self.content.insert(msg_id, seq_no);
         }
-        self.seen.push_back(msg_id);
         if self.seen.len() > SEEN_MSG_IDS
-            && let Some(old) = self.seen.pop_front()
+            && let Some(oldest) = self.seen.pop_first()
         {
-            self.seen_set.remove(&old);
+            self.content.remove(&oldest);
+            self.forgotten_up_to = self.forgotten_up_to.max(oldest);
         }
-        true
     }
 }
 
@@ -702,25 +827,17 @@ impl Session {
         match msg_id_error(msg_id) {
             Some(bad_msg::MSG_ID_TOO_LOW) => 2,
             Some(bad_msg::MSG_ID_TOO_HIGH) => 3,
-            _ if self.seen_set.contains(&msg_id) => 4,
+            _ if self.seen.contains(&msg_id) || self.shared.lock().knows(msg_id) => 4,
             _ => 1,
         }
     }
 
-    /// Parks the current session's unacknowledged answers (the session ends or changes).
+    /// This connection no longer serves the current session (it ends or changes): the
+    /// session's state stays in `parked` for its next connection.
     fn leave(&mut self) {
-        let (Some(parked), Some(session_id)) = (&self.parked, self.session_id) else {
-            return;
-        };
-        let unacked = std::mem::take(&mut self.unacked);
-        parked.park(
-            self.key.id(),
-            session_id,
-            Left {
-                sent_content: self.sent_content,
-                unacked: unacked.into_iter().map(|(_, body)| body).collect(),
-            },
-        );
+        if let (Some(parked), Some(session_id)) = (&self.parked, self.session_id) {
+            parked.detach(self.key.id(), session_id, self.connection_id);
+        }
     }
 }
 
@@ -728,6 +845,13 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.leave();
     }
+}
+
+/// Where a message sits: inside a container, inside a `gzip_packed`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Nesting {
+    contained: bool,
+    packed: bool,
 }
 
 /// The msg_ids of an ack, state or resend request (a boxed vector; a bare one is accepted).
@@ -795,3 +919,4 @@ pub fn rpc_error(req_msg_id: i64, error: &RpcError) -> Outgoing {
         content_related: true,
     }
 }
+

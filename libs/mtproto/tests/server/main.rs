@@ -3,13 +3,17 @@
 //! transports, calls), `bind` (temporary keys), `bad_msg` (message checks on a live session)
 //! and `reconnect` (answers across a broken connection).
 
+mod bad_msg;
 mod bind;
+mod reconnect;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use oxigram_mtproto::client::{Client, ClientError, Options};
 use oxigram_mtproto::handshake::NewKey;
+use oxigram_mtproto::parked::Parked;
 use oxigram_mtproto::session::{Backend, Call, Outgoing, RpcError, StoredKey};
 use oxigram_mtproto::transport::Kind;
 use oxigram_mtproto::{AuthKey, ServerKey};
@@ -23,6 +27,9 @@ struct Memory {
     keys: Mutex<HashMap<i64, StoredKey>>,
     /// Temporary key → the permanent key it acts for.
     binds: Mutex<HashMap<i64, i64>>,
+    /// `help.getInviteText` is slow: each call waits for a permit, and is counted.
+    gate: tokio::sync::Semaphore,
+    slow_calls: AtomicUsize,
 }
 
 impl Memory {
@@ -79,6 +86,17 @@ impl Backend for Memory {
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         match oxigram_tl::constructor_id(&query) {
+            Some(functions::help::GetInviteText::CONSTRUCTOR_ID) => {
+                self.slow_calls.fetch_add(1, Ordering::SeqCst);
+                // One permit lets one call finish.
+                if let Ok(permit) = self.gate.acquire().await {
+                    permit.forget();
+                }
+                Ok(enums::help::InviteText::Text(types::help::InviteText {
+                    message: "slow".into(),
+                })
+                .to_bytes())
+            }
             // Who the caller is: the key its calls act as, in decimal.
             Some(functions::help::GetSupportName::CONSTRUCTOR_ID) => {
                 Ok(enums::help::SupportName::Name(types::help::SupportName {
@@ -105,10 +123,17 @@ impl Backend for Memory {
 }
 
 async fn start() -> (String, Arc<Memory>) {
+    start_with(Arc::new(Parked::default())).await
+}
+
+/// A server whose sessions live in `parked`.
+async fn start_with(parked: Arc<Parked>) -> (String, Arc<Memory>) {
     let backend = Arc::new(Memory {
         key: ServerKey::generate().unwrap_or_else(|e| panic!("{e}")),
         keys: Mutex::default(),
         binds: Mutex::default(),
+        gate: tokio::sync::Semaphore::new(0),
+        slow_calls: AtomicUsize::new(0),
     });
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -117,7 +142,11 @@ async fn start() -> (String, Arc<Memory>) {
         .local_addr()
         .unwrap_or_else(|e| panic!("{e}"))
         .to_string();
-    tokio::spawn(oxigram_mtproto::server::serve(listener, backend.clone()));
+    tokio::spawn(oxigram_mtproto::server::serve_with(
+        listener,
+        backend.clone(),
+        parked,
+    ));
     (addr, backend)
 }
 
