@@ -920,3 +920,441 @@ pub fn rpc_error(req_msg_id: i64, error: &RpcError) -> Outgoing {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parked::Answer;
+    use crate::wire::Contained;
+
+    fn key() -> AuthKey {
+        AuthKey::from_bytes(std::array::from_fn(|i| (i * 7 + 1) as u8))
+    }
+
+    fn session() -> Session {
+        let (push, _) = mpsc::unbounded_channel();
+        Session::new(key(), Some(5), push)
+    }
+
+    /// Client msg_ids of this second: `base + 4k`, in the order they are made.
+    fn base() -> i64 {
+        unix_now() << 32
+    }
+
+    /// A message of session 42 under the key's first salt.
+    fn message(msg_id: i64, seq_no: i32, body: Vec<u8>) -> Message {
+        in_session(42, msg_id, seq_no, body)
+    }
+
+    fn in_session(session_id: i64, msg_id: i64, seq_no: i32, body: Vec<u8>) -> Message {
+        Message {
+            salt: 5,
+            session_id,
+            msg_id,
+            seq_no,
+            body,
+        }
+    }
+
+    fn ping(ping_id: i64) -> Vec<u8> {
+        functions::Ping { ping_id }.to_bytes()
+    }
+
+    fn read<T: Deserializable>(body: &[u8]) -> T {
+        T::deserialize(&mut Cursor::from_slice(&body[4..])).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The bodies sent with constructor `id`.
+    fn sent(actions: &Actions, id: u32) -> Vec<Vec<u8>> {
+        actions
+            .send
+            .iter()
+            .filter(|o| oxigram_tl::constructor_id(&o.body) == Some(id))
+            .map(|o| o.body.clone())
+            .collect()
+    }
+
+    /// The results of the `rpc_result`s sent, by request.
+    fn results(actions: &Actions) -> Vec<(i64, Vec<u8>)> {
+        sent(actions, wire::RPC_RESULT)
+            .iter()
+            .filter_map(|body| wire::parse_rpc_result(&body[4..]))
+            .map(|(req, result)| (req, result.to_vec()))
+            .collect()
+    }
+
+    fn bad_msgs(actions: &Actions) -> Vec<(i64, i32)> {
+        sent(actions, types::BadMsgNotification::CONSTRUCTOR_ID)
+            .iter()
+            .map(|body| read::<types::BadMsgNotification>(body))
+            .map(|bad| (bad.bad_msg_id, bad.error_code))
+            .collect()
+    }
+
+    #[test]
+    fn a_new_session_is_announced_with_its_first_msg_id_and_the_server_salt() {
+        let mut session = session();
+        let first = base() + 4;
+        let actions = session.receive(message(first, 1, ping(1)));
+        let ids: Vec<_> = actions
+            .send
+            .iter()
+            .map(|o| oxigram_tl::constructor_id(&o.body))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                Some(types::NewSessionCreated::CONSTRUCTOR_ID),
+                Some(types::Pong::CONSTRUCTOR_ID)
+            ]
+        );
+        let created: types::NewSessionCreated = read(&actions.send[0].body);
+        assert_eq!(created.first_msg_id, first);
+        // The salt the client is to use from now: the current period's, not the first salt.
+        assert_ne!(created.server_salt, 5);
+        assert!(session.salt_is_valid_at(created.server_salt, unix_now()));
+
+        // Later messages of the session announce nothing; another session is announced again.
+        let actions = session.receive(message(first + 4, 3, ping(2)));
+        assert!(sent(&actions, types::NewSessionCreated::CONSTRUCTOR_ID).is_empty());
+        let actions = session.receive(in_session(43, first + 8, 1, ping(3)));
+        let created = sent(&actions, types::NewSessionCreated::CONSTRUCTOR_ID);
+        assert_eq!(created.len(), 1);
+        assert_eq!(
+            read::<types::NewSessionCreated>(&created[0]).first_msg_id,
+            first + 8
+        );
+    }
+
+    #[test]
+    fn ping_is_answered_with_pong() {
+        let mut session = session();
+        let id = base() + 4;
+        let actions = session.receive(message(id, 1, ping(77)));
+        let pongs = sent(&actions, types::Pong::CONSTRUCTOR_ID);
+        let pong: types::Pong = read(&pongs[0]);
+        assert_eq!((pong.msg_id, pong.ping_id), (id, 77));
+        assert_eq!(actions.disconnect_after, None);
+
+        let delayed = functions::PingDelayDisconnect {
+            ping_id: 78,
+            disconnect_delay: 35,
+        }
+        .to_bytes();
+        let actions = session.receive(message(id + 4, 3, delayed));
+        let pong: types::Pong = read(&sent(&actions, types::Pong::CONSTRUCTOR_ID)[0]);
+        assert_eq!((pong.msg_id, pong.ping_id), (id + 4, 78));
+        assert_eq!(actions.disconnect_after, Some(35));
+
+        // A ping without its id is a bad request, not a pong.
+        let truncated = functions::Ping::CONSTRUCTOR_ID.to_le_bytes().to_vec();
+        let actions = session.receive(message(id + 8, 5, truncated));
+        assert!(sent(&actions, types::Pong::CONSTRUCTOR_ID).is_empty());
+        assert_eq!(results(&actions).len(), 1);
+    }
+
+    #[test]
+    fn future_salts_are_consecutive_and_each_is_accepted_while_valid() {
+        let mut session = session();
+        let id = base() + 4;
+        let request = functions::GetFutureSalts { num: 3 }.to_bytes();
+        let actions = session.receive(message(id, 1, request));
+        // future_salts comes as it is, not in an rpc_result.
+        let answers = sent(&actions, types::FutureSalts::CONSTRUCTOR_ID);
+        assert_eq!(answers.len(), 1);
+        let salts: types::FutureSalts = read(&answers[0]);
+        let now = unix_now();
+        assert_eq!(salts.req_msg_id, id);
+        assert!((i64::from(salts.now) - now).abs() <= 1);
+        let salts = salts.salts.0;
+        assert_eq!(salts.len(), 3);
+        let (since, until) = (
+            i64::from(salts[0].valid_since),
+            i64::from(salts[0].valid_until),
+        );
+        assert!(since <= now && now < until, "the first is valid now");
+        for (k, salt) in salts.iter().enumerate() {
+            let since = i64::from(salt.valid_since);
+            let until = i64::from(salt.valid_until);
+            assert_eq!(since, i64::from(salts[0].valid_since) + 3600 * k as i64);
+            assert_eq!(until, since + 7200, "consecutive salts overlap by a period");
+            assert!(
+                session.salt_is_valid_at(salt.salt, since),
+                "{k} at its start"
+            );
+            assert!(
+                session.salt_is_valid_at(salt.salt, until - 1),
+                "{k} at its end"
+            );
+            assert!(
+                !session.salt_is_valid_at(salt.salt, until),
+                "{k} after its end"
+            );
+        }
+        assert!(salts[0].salt != salts[1].salt && salts[1].salt != salts[2].salt);
+
+        // The server takes the current one now, and not one that is not valid yet.
+        let mut with_salt = message(id + 4, 3, ping(1));
+        with_salt.salt = salts[0].salt;
+        let actions = session.receive(with_salt);
+        assert_eq!(sent(&actions, types::Pong::CONSTRUCTOR_ID).len(), 1);
+        let mut early = message(id + 8, 5, ping(2));
+        early.salt = salts[2].salt;
+        let actions = session.receive(early);
+        let bad = sent(&actions, types::BadServerSalt::CONSTRUCTOR_ID);
+        assert_eq!(bad.len(), 1);
+        let bad: types::BadServerSalt = read(&bad[0]);
+        assert!(session.salt_is_valid_at(bad.new_server_salt, unix_now()));
+
+        // The count is kept between 1 and 64.
+        for (num, expected) in [(0, 1), (1000, 64)] {
+            let request = functions::GetFutureSalts { num }.to_bytes();
+            let n = 12 + 4 * i64::from(expected);
+            let actions = session.receive(message(id + n, 5 + 2 * expected, request));
+            let answer = sent(&actions, types::FutureSalts::CONSTRUCTOR_ID);
+            assert_eq!(
+                read::<types::FutureSalts>(&answer[0]).salts.0.len(),
+                expected as usize
+            );
+        }
+    }
+
+    #[test]
+    fn destroy_session_forgets_another_sessions_answers() {
+        let parked = Arc::new(Parked::default());
+        let (push, _) = mpsc::unbounded_channel();
+        let id = base();
+        // Session 42 ends with an answer the client never acknowledged.
+        let mut old = Session::new(key(), Some(5), push.clone()).with_parking(parked.clone());
+        old.receive(message(id + 4, 1, ping(1)));
+        let answer = rpc_result(id + 8, &true.to_bytes());
+        old.seal(&answer);
+        drop(old);
+        assert_eq!(parked.pending(key().id(), 42), Some(1));
+
+        let mut current = Session::new(key(), Some(5), push.clone()).with_parking(parked.clone());
+        let destroy = |session_id| functions::DestroySession { session_id }.to_bytes();
+        let table = [
+            ("the ended session", 42, true),
+            ("it again", 42, false),
+            ("the current session", 7, false),
+            ("a session never seen", 1234, false),
+        ];
+        for (n, (name, session_id, ok)) in table.into_iter().enumerate() {
+            let msg_id = id + 12 + 4 * n as i64;
+            let actions =
+                current.receive(in_session(7, msg_id, 1 + 2 * n as i32, destroy(session_id)));
+            let results = results(&actions);
+            assert_eq!(results.len(), 1, "{name}");
+            assert_eq!(results[0].0, msg_id, "{name}");
+            let expected = if ok {
+                boxed(&types::DestroySessionOk { session_id })
+            } else {
+                boxed(&types::DestroySessionNone { session_id })
+            };
+            assert_eq!(results[0].1, expected, "{name}");
+        }
+        assert_eq!(parked.pending(key().id(), 42), None);
+        assert!(parked.is_empty());
+
+        // Session 42 comes back as a new session, without the forgotten answer.
+        let mut back = Session::new(key(), Some(5), push).with_parking(parked.clone());
+        let actions = back.receive(message(id + 40, 3, ping(2)));
+        assert_eq!(
+            sent(&actions, types::NewSessionCreated::CONSTRUCTOR_ID).len(),
+            1
+        );
+        assert!(!actions.send.iter().any(|o| o.body == answer.body));
+    }
+
+    #[test]
+    fn a_container_of_two_requests_is_answered_both() {
+        let parked = Arc::new(Parked::default());
+        let (push, _) = mpsc::unbounded_channel();
+        let (answers, mut answered) = mpsc::unbounded_channel();
+        let mut session = Session::new(key(), Some(5), push)
+            .with_parking(parked)
+            .answering_to(answers);
+        let id = base();
+        let first = functions::help::GetNearestDc {}.to_bytes();
+        let second = functions::help::GetConfig {}.to_bytes();
+        // As stock clients make it: the messages' ids and seq_no first, then the container's.
+        let container = wire::container(&[
+            Contained {
+                msg_id: id + 4,
+                seq_no: 1,
+                body: first.clone(),
+            },
+            Contained {
+                msg_id: id + 8,
+                seq_no: 3,
+                body: second.clone(),
+            },
+            Contained {
+                msg_id: id + 12,
+                seq_no: 5,
+                body: ping(9),
+            },
+        ]);
+        let actions = session.receive(message(id + 16, 6, container));
+        assert!(bad_msgs(&actions).is_empty());
+        let calls: Vec<(i64, i64, Vec<u8>)> = actions
+            .calls
+            .iter()
+            .map(|(msg_id, call, query)| (*msg_id, call.msg_id, query.clone()))
+            .collect();
+        assert_eq!(calls, [(id + 4, id + 4, first), (id + 8, id + 8, second)]);
+        let pong: types::Pong = read(&sent(&actions, types::Pong::CONSTRUCTOR_ID)[0]);
+        assert_eq!(pong.msg_id, id + 12);
+
+        // Both answers come back to the connection (in the order they finish) and are sent.
+        let route = session.answer_route();
+        for req in [id + 8, id + 4] {
+            route.deliver(Answer {
+                auth_key_id: key().id(),
+                session_id: 42,
+                body: rpc_result(req, &true.to_bytes()).body,
+            });
+        }
+        let mut answered_to = Vec::new();
+        while let Ok(answer) = answered.try_recv() {
+            assert!(session.serves(answer.auth_key_id, answer.session_id));
+            let (req, _) = wire::parse_rpc_result(&answer.body[4..]).unwrap_or_default();
+            answered_to.push(req);
+            session.seal(&Outgoing {
+                body: answer.body,
+                content_related: true,
+            });
+        }
+        assert_eq!(answered_to, [id + 8, id + 4]);
+        assert!(session.shared.lock().running.is_empty());
+    }
+
+    #[test]
+    fn a_gzip_packed_request_is_the_request_itself() {
+        let mut session = session();
+        let id = base();
+        let actions = session.receive(message(id + 4, 1, wire::gzip(&ping(5))));
+        let pong: types::Pong = read(&sent(&actions, types::Pong::CONSTRUCTOR_ID)[0]);
+        assert_eq!((pong.msg_id, pong.ping_id), (id + 4, 5));
+
+        let call = functions::help::GetNearestDc {}.to_bytes();
+        let actions = session.receive(message(id + 8, 3, wire::gzip(&call)));
+        assert_eq!(actions.calls.len(), 1);
+        assert_eq!((actions.calls[0].0, &actions.calls[0].2), (id + 8, &call));
+        // The same message again, packed or not, is a duplicate.
+        assert!(session.receive(message(id + 8, 3, call)).calls.is_empty());
+
+        // Inside a container too.
+        let container = wire::container(&[Contained {
+            msg_id: id + 12,
+            seq_no: 5,
+            body: wire::gzip(&ping(6)),
+        }]);
+        let actions = session.receive(message(id + 16, 6, container));
+        assert_eq!(sent(&actions, types::Pong::CONSTRUCTOR_ID).len(), 1);
+
+        // Packed twice, or not gzip at all: a bad request, answered as one.
+        let mut not_gzip = wire::GZIP_PACKED.to_le_bytes().to_vec();
+        not_gzip.extend(vec![1u8, 2, 3].to_bytes());
+        for (n, body) in [wire::gzip(&wire::gzip(&ping(7))), not_gzip]
+            .into_iter()
+            .enumerate()
+        {
+            let msg_id = id + 20 + 4 * n as i64;
+            let actions = session.receive(message(msg_id, 7 + 2 * n as i32, body));
+            assert!(sent(&actions, types::Pong::CONSTRUCTOR_ID).is_empty());
+            let results = results(&actions);
+            let error: types::RpcError = read(&results[0].1);
+            assert_eq!(
+                (results[0].0, error.error_message.as_str()),
+                (msg_id, "INPUT_REQUEST_INVALID")
+            );
+        }
+    }
+
+    #[test]
+    fn a_bind_inside_the_invoke_wrappers_is_a_bind() {
+        let bind = functions::auth::BindTempAuthKey {
+            perm_auth_key_id: 99,
+            nonce: 1,
+            expires_at: 2,
+            encrypted_message: vec![0; 96],
+        };
+        let wrapped = functions::InvokeWithLayer {
+            layer: oxigram_tl::LAYER,
+            query: functions::InitConnection {
+                api_id: 1,
+                device_model: "test".into(),
+                system_version: String::new(),
+                app_version: String::new(),
+                system_lang_code: String::new(),
+                lang_pack: String::new(),
+                lang_code: String::new(),
+                proxy: None,
+                params: None,
+                query: Tail(bind.to_bytes()),
+            },
+        }
+        .to_bytes();
+        let id = base() + 4;
+        let mut temporary = session().expiring_at(Some(unix_now() + 3600));
+        let actions = temporary.receive(message(id, 1, wrapped.clone()));
+        assert_eq!(actions.binds, [(id, 99)]);
+        assert!(actions.calls.is_empty());
+
+        // Over a permanent key it is refused at once.
+        let actions = session().receive(message(id, 1, wrapped));
+        assert!(actions.binds.is_empty());
+        let results = results(&actions);
+        let error: types::RpcError = read(&results[0].1);
+        assert_eq!(error.error_message, "TEMP_AUTH_KEY_EMPTY");
+    }
+
+    /// A stock client's numbering: content messages odd and counted in msg_id order; acks and
+    /// containers even, a container's id made after the messages inside; an ack inside a
+    /// container with the count so far. None of it is refused.
+    #[test]
+    fn stock_client_numbering_is_accepted() {
+        let mut session = session();
+        let id = base();
+        let ack = |ids: Vec<i64>| {
+            let mut body = types::MsgsAck::CONSTRUCTOR_ID.to_le_bytes().to_vec();
+            body.extend(ids.to_bytes());
+            body
+        };
+        let traffic = [
+            message(id + 4, 1, ping(1)),
+            message(id + 8, 2, ack(vec![1])),
+            message(
+                id + 24,
+                6,
+                wire::container(&[
+                    Contained {
+                        msg_id: id + 12,
+                        seq_no: 2,
+                        body: ack(vec![2]),
+                    },
+                    Contained {
+                        msg_id: id + 16,
+                        seq_no: 3,
+                        body: ping(2),
+                    },
+                    Contained {
+                        msg_id: id + 20,
+                        seq_no: 5,
+                        body: wire::gzip(&ping(3)),
+                    },
+                ]),
+            ),
+            message(id + 28, 7, ping(4)),
+            message(id + 32, 8, ack(vec![3])),
+        ];
+        let mut pongs = 0;
+        for message in traffic {
+            let actions = session.receive(message);
+            assert!(bad_msgs(&actions).is_empty(), "{:?}", bad_msgs(&actions));
+            pongs += sent(&actions, types::Pong::CONSTRUCTOR_ID).len();
+        }
+        assert_eq!(pongs, 4);
+    }
+}
