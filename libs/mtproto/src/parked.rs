@@ -57,9 +57,12 @@ pub(crate) struct State {
     pub undelivered: VecDeque<Vec<u8>>,
     /// Requests whose calls are running.
     pub running: HashSet<i64>,
-    /// The connection the session was last seen on, while it is open.
+    /// The connection the session was last seen on, while it is open: its answers go there.
     connection: Option<u64>,
     answers: Option<AnswerSender>,
+    /// How many open connections serve the session (a client may use several, or open a new
+    /// one before the server noticed the old one is gone).
+    connections: usize,
     /// When its last connection ended.
     left_at: Option<Instant>,
 }
@@ -115,6 +118,19 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The session just got a message on `connection`: its answers go there from now on, and
+    /// those that found no connection are returned to send there now. A session served by two
+    /// connections follows the one last used, so closing the other loses nothing.
+    pub(crate) fn seen_on(&self, connection: u64, answers: Option<&AnswerSender>) -> Vec<Vec<u8>> {
+        let mut state = self.lock();
+        if state.connection == Some(connection) {
+            return Vec::new();
+        }
+        state.connection = Some(connection);
+        state.answers = answers.cloned();
+        state.undelivered.drain(..).collect()
+    }
+
     /// The state; a panic elsewhere while it was held leaves it as it was, which is still
     /// consistent enough to go on with (every change is a single push or removal).
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
@@ -210,14 +226,14 @@ impl Parked {
             let mut state = shared.lock();
             state.connection = Some(connection);
             state.answers = answers;
+            state.connections += 1;
             state.left_at = None;
         }
         (shared, existed)
     }
 
-    /// `connection` no longer serves the session. Unless the session went on on another
-    /// connection meanwhile, it is kept for [`KEPT_FOR`] when something of it is pending, and
-    /// forgotten otherwise.
+    /// `connection` no longer serves the session. When no other connection does, the session
+    /// is kept for [`KEPT_FOR`] if something of it is pending, and forgotten otherwise.
     pub fn detach(&self, auth_key_id: i64, session_id: i64, connection: u64) {
         let key = (auth_key_id, session_id);
         let mut sessions = self.sessions();
@@ -225,11 +241,15 @@ impl Parked {
             return;
         };
         let mut state = shared.lock();
-        if state.connection != Some(connection) {
+        state.connections = state.connections.saturating_sub(1);
+        if state.connection == Some(connection) {
+            // Until another connection of the session is used, its answers wait.
+            state.connection = None;
+            state.answers = None;
+        }
+        if state.connections > 0 {
             return;
         }
-        state.connection = None;
-        state.answers = None;
         if state.is_empty() {
             drop(state);
             sessions.by_id.remove(&key);
@@ -257,7 +277,7 @@ impl Parked {
     }
 
     /// `destroy_session`: forgets a session without a connection, with whatever it left;
-    /// `false` if no such session is known. A session live on a connection is left alone (it
+    /// `false` if no such session is known. A session a connection serves is left alone (it
     /// is in use) but counts as known.
     pub fn forget(&self, auth_key_id: i64, session_id: i64) -> bool {
         let key = (auth_key_id, session_id);
@@ -265,10 +285,21 @@ impl Parked {
         let Some(shared) = sessions.by_id.get(&key) else {
             return false;
         };
-        if shared.lock().connection.is_none() {
+        if shared.lock().connections == 0 {
             sessions.by_id.remove(&key);
         }
         true
+    }
+
+    /// How many open connections serve a session (`None`: no such session).
+    pub fn connections(&self, auth_key_id: i64, session_id: i64) -> Option<usize> {
+        let shared = self
+            .sessions()
+            .by_id
+            .get(&(auth_key_id, session_id))
+            .cloned()?;
+        let connections = shared.lock().connections;
+        Some(connections)
     }
 
     /// How many answers a session has waiting for a connection, unsent or unacknowledged
@@ -288,7 +319,7 @@ impl Parked {
         self.sessions()
             .by_id
             .values()
-            .filter(|shared| shared.lock().connection.is_none())
+            .filter(|shared| shared.lock().connections == 0)
             .count()
     }
 

@@ -298,6 +298,11 @@ impl Session {
         let mut actions = Actions::default();
         if self.session_id != Some(message.session_id) {
             self.start(message.session_id, message.msg_id, &mut actions);
+        } else if self.parked.is_some() {
+            let waiting = self
+                .shared
+                .seen_on(self.connection_id, self.answers.as_ref());
+            self.send_again(waiting, &mut actions);
         }
         if let Some(code) = msg_id_error(message.msg_id) {
             actions
@@ -348,17 +353,7 @@ impl Session {
         self.shared = shared;
         if resumed {
             let again = self.shared.lock().take_for_resend();
-            for body in again {
-                // Its request counts as received here: sent again under the same msg_id, it
-                // is a duplicate even before this answer is sealed.
-                if let Some((req_msg_id, _)) = body.get(4..).and_then(wire::parse_rpc_result) {
-                    self.remember(req_msg_id, 0, false);
-                }
-                actions.send.push(Outgoing {
-                    body,
-                    content_related: true,
-                });
-            }
+            self.send_again(again, actions);
             return;
         }
         let mut unique_id = [0u8; 8];
@@ -371,6 +366,21 @@ impl Session {
             }),
             content_related: true,
         });
+    }
+
+    /// Answers the client may not have got, to send on this connection. Each one's request
+    /// counts as received here: sent again under the same msg_id, it is a duplicate even
+    /// before the answer is sealed.
+    fn send_again(&mut self, answers: Vec<Vec<u8>>, actions: &mut Actions) {
+        for body in answers {
+            if let Some((req_msg_id, _)) = body.get(4..).and_then(wire::parse_rpc_result) {
+                self.remember(req_msg_id, 0, false);
+            }
+            actions.send.push(Outgoing {
+                body,
+                content_related: true,
+            });
+        }
     }
 
     fn dispatch(

@@ -146,3 +146,39 @@ async fn an_answer_still_running_when_the_connection_drops_arrives_once_on_the_n
     }
     Ok(())
 }
+
+/// A session served by two connections follows the one last used: when the newer connection
+/// closes, the older one, still open and used again, gets its answers.
+#[tokio::test]
+async fn an_older_connection_of_the_session_gets_its_answers_after_a_newer_one_closed()
+-> Result<(), ClientError> {
+    let parked = Arc::new(Parked::default());
+    let (addr, backend) = start_with(parked.clone()).await;
+    let mut older = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let enums::NearestDc::Dc(nearest) = older.invoke(&functions::help::GetNearestDc {}).await?;
+    assert_eq!(nearest.this_dc, 1);
+    let (key_id, session_id) = (older.auth_key().id(), older.session_id());
+
+    let mut newer = Client::resume(&addr, older.resumption(), Options::default()).await?;
+    let ping = newer
+        .send(functions::Ping { ping_id: 1 }.to_bytes(), true)
+        .await?;
+    newer.answer(ping).await?;
+    assert_eq!(parked.connections(key_id, session_id), Some(2));
+    drop(newer);
+    until("the server sees the newer connection end", || {
+        parked.connections(key_id, session_id) == Some(1)
+    })
+    .await;
+
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        older.invoke(&functions::help::GetNearestDc {}),
+    )
+    .await;
+    assert!(
+        matches!(answer, Ok(Ok(enums::NearestDc::Dc(ref dc))) if dc.this_dc == 1),
+        "{answer:?}"
+    );
+    Ok(())
+}
