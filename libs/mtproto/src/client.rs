@@ -1,5 +1,7 @@
-//! A small MTProto client: creates an auth key, then sends API calls one at a time and keeps
-//! whatever else the server pushes. Tests and benchmarks use it; it speaks every transport.
+//! A small MTProto client: creates an auth key (permanent or temporary), binds a temporary key
+//! to a permanent one, then sends API calls one at a time and keeps whatever else the server
+//! pushes. Tests and benchmarks use it; it speaks every transport, and tests can send messages
+//! exactly as they choose.
 
 use std::collections::VecDeque;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -11,6 +13,7 @@ use rand::RngCore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::bind;
 use crate::crypto::{AuthKey, Direction};
 use crate::envelope::{Message, Plain};
 use crate::handshake::{ClientHandshake, HandshakeError};
@@ -80,8 +83,28 @@ impl Client {
         server: ClientKey,
         options: Options,
     ) -> Result<Client, ClientError> {
+        Self::create(addr, server, options, None).await
+    }
+
+    /// Connects and creates a temporary auth key that expires in `expires_in` seconds (what
+    /// [`Client::bind_temp_key`] then binds to a permanent key).
+    pub async fn connect_temporary(
+        addr: &str,
+        server: ClientKey,
+        options: Options,
+        expires_in: i32,
+    ) -> Result<Client, ClientError> {
+        Self::create(addr, server, options, Some(expires_in)).await
+    }
+
+    async fn create(
+        addr: &str,
+        server: ClientKey,
+        options: Options,
+        temp_expires_in: Option<i32>,
+    ) -> Result<Client, ClientError> {
         let (mut stream, mut framing, mut buf) = open(addr, options).await?;
-        let mut handshake = ClientHandshake::new(server, options.rsa_pad, None);
+        let mut handshake = ClientHandshake::new(server, options.rsa_pad, temp_expires_in);
         let mut last = 0i64;
         let res_pq = plain_call(
             &mut stream,
@@ -97,6 +120,33 @@ impl Client {
         let dh_gen = plain_call(&mut stream, &mut framing, &mut buf, &mut last, set_dh).await?;
         let salt = handshake.finish(&dh_gen, &key)?;
         Ok(Self::with_stream(stream, framing, buf, key, salt))
+    }
+
+    /// Connects again in the same session (same key and session id, seq_no and msg_ids going
+    /// on), as a client does when its connection broke.
+    pub async fn resume(
+        addr: &str,
+        resumption: Resumption,
+        options: Options,
+    ) -> Result<Client, ClientError> {
+        let (stream, framing, buf) = open(addr, options).await?;
+        let mut client = Self::with_stream(stream, framing, buf, resumption.key, resumption.salt);
+        client.session_id = resumption.session_id;
+        client.sent_content = resumption.sent_content;
+        client.last_msg_id = resumption.last_msg_id;
+        client.layer_sent = true;
+        Ok(client)
+    }
+
+    /// What [`Client::resume`] needs to go on with this session on a new connection.
+    pub fn resumption(&self) -> Resumption {
+        Resumption {
+            key: self.key.clone(),
+            salt: self.salt,
+            session_id: self.session_id,
+            sent_content: self.sent_content,
+            last_msg_id: self.last_msg_id,
+        }
     }
 
     /// Connects with a key made before (a reconnect).
@@ -134,6 +184,76 @@ impl Client {
 
     pub fn auth_key(&self) -> &AuthKey {
         &self.key
+    }
+
+    pub fn session_id(&self) -> i64 {
+        self.session_id
+    }
+
+    /// `auth.bindTempAuthKey`: this connection's (temporary) key acts for `perm` until
+    /// `expires_at`, as the protocol builds the call.
+    pub async fn bind_temp_key(
+        &mut self,
+        perm: &AuthKey,
+        expires_at: i32,
+    ) -> Result<bool, ClientError> {
+        self.bind_temp_key_with(perm, expires_at, |_| {}).await
+    }
+
+    /// [`Client::bind_temp_key`] with the call's parts changed by `change` before the binding
+    /// message is encrypted (tests make bad ones this way).
+    pub async fn bind_temp_key_with(
+        &mut self,
+        perm: &AuthKey,
+        expires_at: i32,
+        change: impl Fn(&mut BindDraft),
+    ) -> Result<bool, ClientError> {
+        loop {
+            let msg_id = self.next_msg_id();
+            let mut nonce = [0u8; 8];
+            rand::rng().fill_bytes(&mut nonce);
+            let nonce = i64::from_le_bytes(nonce);
+            let mut draft = BindDraft {
+                perm_auth_key_id: perm.id(),
+                nonce,
+                expires_at,
+                inner: types::BindAuthKeyInner {
+                    nonce,
+                    temp_auth_key_id: self.key.id(),
+                    perm_auth_key_id: perm.id(),
+                    temp_session_id: self.session_id,
+                    expires_at,
+                },
+                inner_msg_id: msg_id,
+                inner_seq_no: 0,
+                encrypt_with: perm.clone(),
+                encrypted_message: None,
+            };
+            change(&mut draft);
+            let encrypted_message = draft.encrypted_message.clone().unwrap_or_else(|| {
+                bind::encrypt(
+                    &draft.encrypt_with,
+                    draft.inner_msg_id,
+                    draft.inner_seq_no,
+                    &draft.inner,
+                )
+            });
+            let body = functions::auth::BindTempAuthKey {
+                perm_auth_key_id: draft.perm_auth_key_id,
+                nonce: draft.nonce,
+                expires_at: draft.expires_at,
+                encrypted_message,
+            }
+            .to_bytes();
+            let seq_no = self.next_seq_no(true);
+            self.send_message(msg_id, seq_no, body).await?;
+            // A bad salt asks for the call again, under a new msg_id (which the binding
+            // message names, so it is built again).
+            if let Answer::Result(result) = self.answer_to(msg_id).await? {
+                return bool::deserialize(&mut Cursor::from_slice(&result))
+                    .map_err(|e| ClientError::Decode(e.to_string()));
+            }
+        }
     }
 
     /// Calls a typed function and reads its typed answer.
@@ -199,13 +319,29 @@ impl Client {
 
     /// Sends a message; returns its msg_id.
     pub async fn send(&mut self, body: Vec<u8>, content_related: bool) -> Result<i64, ClientError> {
-        let seq_no = if content_related {
+        let seq_no = self.next_seq_no(content_related);
+        let msg_id = self.next_msg_id();
+        self.send_message(msg_id, seq_no, body).await?;
+        Ok(msg_id)
+    }
+
+    /// The seq_no of the next message: odd and counted for a content-related one.
+    pub fn next_seq_no(&mut self, content_related: bool) -> i32 {
+        if content_related {
             self.sent_content += 1;
             self.sent_content * 2 - 1
         } else {
             self.sent_content * 2
-        };
-        let msg_id = self.next_msg_id();
+        }
+    }
+
+    /// Sends one message exactly as given (tests use it to break the rules on purpose).
+    pub async fn send_message(
+        &mut self,
+        msg_id: i64,
+        seq_no: i32,
+        body: Vec<u8>,
+    ) -> Result<(), ClientError> {
         let frame = Message {
             salt: self.salt,
             session_id: self.session_id,
@@ -217,7 +353,23 @@ impl Client {
         let mut out = Vec::new();
         self.framing.encode(&frame, &mut out);
         self.stream.write_all(&out).await?;
-        Ok(msg_id)
+        Ok(())
+    }
+
+    /// The answer to message `msg_id` sent with [`Client::send_message`]: its `rpc_result`'s
+    /// result, `pong` or `future_salts`; a `bad_msg_notification` about it is
+    /// [`ClientError::BadMsg`] (a `bad_server_salt` too, with code 48, after the salt is
+    /// taken).
+    pub async fn answer(&mut self, msg_id: i64) -> Result<Vec<u8>, ClientError> {
+        match self.answer_to(msg_id).await? {
+            Answer::Result(result) => Ok(result),
+            Answer::Resend => Err(ClientError::BadMsg(48)),
+        }
+    }
+
+    /// The next message from the server as it came, nothing sorted or taken out of it.
+    pub async fn receive_message(&mut self) -> Result<Message, ClientError> {
+        self.receive().await
     }
 
     async fn answer_to(&mut self, msg_id: i64) -> Result<Answer, ClientError> {
@@ -328,7 +480,8 @@ impl Client {
             .map_err(|e| ClientError::Decode(e.to_string()))
     }
 
-    fn next_msg_id(&mut self) -> i64 {
+    /// A new msg_id: the time in the high half, above every earlier one.
+    pub fn next_msg_id(&mut self) -> i64 {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
@@ -346,6 +499,31 @@ impl Client {
 enum Answer {
     Result(Vec<u8>),
     Resend,
+}
+
+/// A session's state a client keeps to go on with it over a new connection.
+#[derive(Debug, Clone)]
+pub struct Resumption {
+    pub key: AuthKey,
+    pub salt: i64,
+    pub session_id: i64,
+    pub sent_content: i32,
+    pub last_msg_id: i64,
+}
+
+/// A bind call before it is sent: the call's own fields, the binding message, and the key and
+/// envelope it is encrypted with.
+#[derive(Debug, Clone)]
+pub struct BindDraft {
+    pub perm_auth_key_id: i64,
+    pub nonce: i64,
+    pub expires_at: i32,
+    pub inner: types::BindAuthKeyInner,
+    pub inner_msg_id: i64,
+    pub inner_seq_no: i32,
+    pub encrypt_with: AuthKey,
+    /// Sent instead of the binding message the fields above make.
+    pub encrypted_message: Option<Vec<u8>>,
 }
 
 async fn open(addr: &str, options: Options) -> Result<(TcpStream, Framing, Vec<u8>), ClientError> {

@@ -1,5 +1,6 @@
 //! MTProto's symmetric cryptography: AES-256-IGE, the MTProto 2.0 message key and the AES key
-//! and IV derived from it, and the temporary AES key of auth key creation.
+//! and IV derived from it, the temporary AES key of auth key creation, and MTProto 1.0's message
+//! key and key derivation, which only `auth.bindTempAuthKey`'s binding message still uses.
 
 use aes::Aes256;
 use aes::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit, block_padding::NoPadding};
@@ -113,6 +114,39 @@ pub fn message_aes(
     aes_iv[..8].copy_from_slice(&b[..8]);
     aes_iv[8..24].copy_from_slice(&a[8..24]);
     aes_iv[24..].copy_from_slice(&b[24..32]);
+    (aes_key, aes_iv)
+}
+
+/// MTProto 1.0 `msg_key`: bits 32..160 of SHA-1 over the plaintext *without* its padding.
+pub fn msg_key_v1(unpadded: &[u8]) -> [u8; 16] {
+    let digest = Sha1::digest(unpadded);
+    let mut msg_key = [0u8; 16];
+    msg_key.copy_from_slice(&digest[4..20]);
+    msg_key
+}
+
+/// MTProto 1.0's AES key and IV for a `msg_key`: four SHA-1s over the message key and slices of
+/// the auth key (offset by `x` as in 2.0).
+pub fn message_aes_v1(
+    key: &AuthKey,
+    direction: Direction,
+    msg_key: &[u8; 16],
+) -> ([u8; 32], [u8; 32]) {
+    let x = direction.x();
+    let k = &key.key;
+    let a = sha1(&[msg_key, &k[x..x + 32]]);
+    let b = sha1(&[&k[32 + x..48 + x], msg_key, &k[48 + x..64 + x]]);
+    let c = sha1(&[&k[64 + x..96 + x], msg_key]);
+    let d = sha1(&[msg_key, &k[96 + x..128 + x]]);
+    let mut aes_key = [0u8; 32];
+    aes_key[..8].copy_from_slice(&a[..8]);
+    aes_key[8..20].copy_from_slice(&b[8..20]);
+    aes_key[20..].copy_from_slice(&c[4..16]);
+    let mut aes_iv = [0u8; 32];
+    aes_iv[..12].copy_from_slice(&a[8..20]);
+    aes_iv[12..20].copy_from_slice(&b[..8]);
+    aes_iv[20..24].copy_from_slice(&c[16..20]);
+    aes_iv[24..].copy_from_slice(&d[..8]);
     (aes_key, aes_iv)
 }
 
@@ -241,5 +275,24 @@ mod tests {
             hex(&i),
             "9c8504da016210530988fc34d7a2cfb7d8f93ac8ecd5421b04a76faf0e1ec1e0"
         );
+    }
+
+    /// MTProto 1.0's key derivation against an independent implementation of it (hashlib's
+    /// SHA-1, computed outside this crate), for the same key and message key as above.
+    #[test]
+    fn v1_key_derivation_matches_an_independent_implementation() {
+        let auth_key = AuthKey::from_bytes(std::array::from_fn(|j| ((j * 13 + 5) % 256) as u8));
+        let msg_key: [u8; 16] = std::array::from_fn(|i| 200 + i as u8);
+        let (k, i) = message_aes_v1(&auth_key, Direction::ClientToServer, &msg_key);
+        assert_eq!(
+            hex(&k),
+            "6a1dabe15e68e2fc9caa08414777e2bc758b9dd4065416d13e7c83bd988fe091"
+        );
+        assert_eq!(
+            hex(&i),
+            "a2bdfac81a79ee088abef3621ff3606c0b070df8f39feb291e5b69b0e0927b21"
+        );
+        // 1.0's message key hashes the unpadded plaintext with SHA-1, unlike 2.0's.
+        assert_eq!(msg_key_v1(b"abc")[..4], [0x47, 0x06, 0x81, 0x6a]);
     }
 }

@@ -54,6 +54,9 @@ pub struct NewKey {
     pub salt: i64,
     /// `Some(seconds)` when the client asked for a temporary key (PFS).
     pub expires_in: Option<i32>,
+    /// When a temporary key expires (unix seconds: the server's time at creation plus
+    /// `expires_in`); from then on it is an unknown key. `None` for a permanent key.
+    pub expires_at: Option<i64>,
     /// The client's DC in `p_q_inner_data_dc`, if it sent one.
     pub dc: Option<i32>,
 }
@@ -235,6 +238,7 @@ impl ServerHandshake {
                     key: auth_key,
                     salt,
                     expires_in: *expires_in,
+                    expires_at: expires_in.map(|s| i64::from(now) + i64::from(s)),
                     dc: *dc,
                 };
                 self.state = ServerState::Start;
@@ -666,6 +670,10 @@ mod tests {
         };
         assert_eq!(new_key.key.bytes(), client_key.bytes());
         assert_eq!(new_key.expires_in, temp);
+        assert_eq!(
+            new_key.expires_at,
+            temp.map(|s| 1_700_000_000 + i64::from(s))
+        );
         assert_eq!(client.finish(&dh_gen, &client_key)?, new_key.salt);
         Ok(())
     }

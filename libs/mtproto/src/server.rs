@@ -1,6 +1,8 @@
 //! The TCP server: one task per connection that tells the transport, runs auth key creation
 //! on unencrypted messages, and drives a [`Session`] on encrypted ones. A connection that sends
-//! a bad frame or an undecryptable message is closed; no other connection notices.
+//! a bad frame or an undecryptable message is closed; no other connection notices. A call's
+//! answer goes to whichever connection its session is on when it is ready (see
+//! [`crate::parked`]), so a call outlives the connection it came on.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +17,8 @@ use tracing::debug;
 use crate::crypto::Direction;
 use crate::envelope::{Message, Plain, auth_key_id};
 use crate::handshake::{ServerHandshake, Step};
-use crate::parked::Parked;
-use crate::session::{Backend, Outgoing, RpcError, Session, rpc_error, rpc_result};
+use crate::parked::{Answer, AnswerSender, Parked};
+use crate::session::{Backend, Outgoing, Session, rpc_error, rpc_result};
 use crate::transport::{Detected, FrameError, Framing};
 
 /// The transport-level error a client gets for an auth key the server does not know: it
@@ -41,7 +43,15 @@ pub enum ConnectionError {
 
 /// Accepts connections until the listener fails; each runs in its own task.
 pub async fn serve<B: Backend>(listener: TcpListener, backend: Arc<B>) -> std::io::Result<()> {
-    let parked = Arc::new(Parked::default());
+    serve_with(listener, backend, Arc::new(Parked::default())).await
+}
+
+/// [`serve`] with the sessions kept in `parked` (tests look into it).
+pub async fn serve_with<B: Backend>(
+    listener: TcpListener,
+    backend: Arc<B>,
+    parked: Arc<Parked>,
+) -> std::io::Result<()> {
     loop {
         let (stream, peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
@@ -61,11 +71,42 @@ fn unix_now() -> i32 {
         .unwrap_or(0)
 }
 
-/// One client connection, start to end; `parked` keeps what its sessions leave unacknowledged.
+/// One client connection, start to end; its sessions live in `parked`, where they go on after
+/// it ends.
 pub async fn connection<B: Backend>(
-    mut stream: TcpStream,
+    stream: TcpStream,
     backend: Arc<B>,
     parked: Arc<Parked>,
+) -> Result<(), ConnectionError> {
+    let (answers, mut answered) = mpsc::unbounded_channel::<Answer>();
+    let mut session: Option<Session> = None;
+    let result = run(
+        stream,
+        &backend,
+        &parked,
+        answers,
+        &mut answered,
+        &mut session,
+    )
+    .await;
+    // The session lets go of this connection first, so that an answer finished from now on
+    // waits for the session's next connection; then the answers already queued here follow
+    // it there.
+    drop(session);
+    answered.close();
+    while let Ok(answer) = answered.try_recv() {
+        parked.deliver(answer);
+    }
+    result
+}
+
+async fn run<B: Backend>(
+    mut stream: TcpStream,
+    backend: &Arc<B>,
+    parked: &Arc<Parked>,
+    answers: AnswerSender,
+    answered: &mut mpsc::UnboundedReceiver<Answer>,
+    session: &mut Option<Session>,
 ) -> Result<(), ConnectionError> {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -85,7 +126,13 @@ pub async fn connection<B: Backend>(
     let connection_id = NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed);
     let (push, mut outgoing) = mpsc::unbounded_channel::<Outgoing>();
     let mut handshake = ServerHandshake::new();
-    let mut session: Option<Session> = None;
+    let new_session = |key, salt, expires_at| {
+        Session::new(key, salt, push.clone())
+            .expiring_at(expires_at)
+            .on_connection(connection_id)
+            .with_parking(parked.clone())
+            .answering_to(answers.clone())
+    };
     let mut out = Vec::new();
     let mut plain_msg_id = 0i64;
     let mut idle_until = Instant::now() + IDLE;
@@ -117,11 +164,9 @@ pub async fn connection<B: Backend>(
                                 .save_key(&new_key)
                                 .await
                                 .map_err(ConnectionError::Protocol)?;
-                            session = Some(
-                                Session::new(new_key.key, Some(new_key.salt), push.clone())
-                                    .on_connection(connection_id)
-                                    .with_parking(parked.clone()),
-                            );
+                            let expires_at = new_key.expires_at;
+                            *session =
+                                Some(new_session(new_key.key, Some(new_key.salt), expires_at));
                             reply
                         }
                     };
@@ -136,14 +181,12 @@ pub async fn connection<B: Backend>(
                     );
                     continue;
                 }
+                let now = i64::from(unix_now());
                 if session.as_ref().map(|s| s.key().id()) != Some(key_id) {
-                    match backend.find_key(key_id).await {
-                        Some(key) => {
-                            session = Some(
-                                Session::new(key, None, push.clone())
-                                    .on_connection(connection_id)
-                                    .with_parking(parked.clone()),
-                            )
+                    // An expired temporary key is unknown, whatever the backend kept of it.
+                    match backend.find_key(key_id).await.filter(|k| !k.expired(now)) {
+                        Some(stored) => {
+                            *session = Some(new_session(stored.key, None, stored.expires_at))
                         }
                         None => {
                             framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
@@ -155,6 +198,12 @@ pub async fn connection<B: Backend>(
                 let Some(current) = session.as_mut() else {
                     continue;
                 };
+                // A temporary key that expired while its connection was open ends there too.
+                if current.expired(now) {
+                    framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                    close_after_write = true;
+                    break;
+                }
                 let message = Message::decrypt(current.key(), Direction::ClientToServer, &frame)
                     .map_err(|e| ConnectionError::Protocol(e.to_string()))?;
                 let actions = current.receive(message);
@@ -169,16 +218,18 @@ pub async fn connection<B: Backend>(
                     );
                 }
                 for (msg_id, perm_id) in actions.binds {
-                    let answer = match backend.find_key(perm_id).await {
-                        None => Err(RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID")),
-                        Some(perm) => match current.check_bind(msg_id, &perm) {
-                            Ok((perm_id, expires_at)) => {
-                                backend
-                                    .bind_temp_key(current.key().id(), perm_id, expires_at)
-                                    .await
+                    let perm = backend.find_key(perm_id).await;
+                    let answer = match current.check_bind(msg_id, perm.as_ref()) {
+                        Ok((perm_id, expires_at)) => {
+                            let bound = backend
+                                .bind_temp_key(current.key().id(), perm_id, expires_at)
+                                .await;
+                            if bound.is_ok() {
+                                current.bound_until(expires_at);
                             }
-                            Err(error) => Err(error),
-                        },
+                            bound
+                        }
+                        Err(error) => Err(error),
                     };
                     let reply = match answer {
                         Ok(()) => rpc_result(msg_id, &oxigram_tl::Serializable::to_bytes(&true)),
@@ -188,13 +239,18 @@ pub async fn connection<B: Backend>(
                 }
                 for (msg_id, call, query) in actions.calls {
                     let backend = backend.clone();
-                    let answers = push.clone();
+                    let route = current.answer_route();
                     tokio::spawn(async move {
+                        let (auth_key_id, session_id) = (call.auth_key_id, call.session_id);
                         let reply = match backend.call(call, query).await {
                             Ok(answer) => rpc_result(msg_id, &answer),
                             Err(error) => rpc_error(msg_id, &error),
                         };
-                        let _ = answers.send(reply);
+                        route.deliver(Answer {
+                            auth_key_id,
+                            session_id,
+                            body: reply.body,
+                        });
                     });
                 }
             }
@@ -215,6 +271,21 @@ pub async fn connection<B: Backend>(
                 idle_until = Instant::now() + IDLE;
                 buf.extend_from_slice(&chunk[..n]);
                 fresh_bytes = true;
+            }
+            Some(answer) = answered.recv() => {
+                // Whatever else is ready goes in the same write; an answer of a session this
+                // connection no longer serves goes where that session is now.
+                let mut next = Some(answer);
+                while let Some(answer) = next {
+                    match session.as_mut() {
+                        Some(current) if current.serves(answer.auth_key_id, answer.session_id) => {
+                            let reply = Outgoing { body: answer.body, content_related: true };
+                            framing.encode(&current.seal(&reply), &mut out);
+                        }
+                        _ => parked.deliver(answer),
+                    }
+                    next = answered.try_recv().ok();
+                }
             }
             Some(next) = outgoing.recv() => {
                 if let Some(current) = session.as_mut() {

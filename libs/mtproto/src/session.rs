@@ -1,12 +1,15 @@
-//! The server side of an encrypted MTProto session: it checks every message (msg_id window and
-//! parity, seq_no parity, server salt), answers the service messages itself (`ping`,
-//! `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`, `destroy_session`, state and resend
-//! requests, `rpc_drop_answer`), opens `msg_container` and `gzip_packed`, strips the invoke
-//! wrappers (`invokeWithLayer`, `initConnection`, …), and hands each remaining API call to the
-//! [`Backend`], answering with `rpc_result`.
+//! The server side of an encrypted MTProto session: it checks every message (msg_id window,
+//! parity, duplicates and age; seq_no parity and order; server salt), answers the service
+//! messages itself (`ping`, `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`,
+//! `destroy_session`, state and resend requests, `rpc_drop_answer`), opens `msg_container` and
+//! `gzip_packed`, strips the invoke wrappers (`invokeWithLayer`, `initConnection`, …), checks
+//! `auth.bindTempAuthKey`, and hands each remaining API call to the [`Backend`], answering with
+//! `rpc_result`. What must outlive the connection (answers, running calls, seq_no) is the
+//! session's [`Shared`] state (see [`crate::parked`]).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -17,7 +20,7 @@ use tokio::sync::mpsc;
 use crate::crypto::{AuthKey, Direction, sha256};
 use crate::envelope::Message;
 use crate::handshake::{NewKey, boxed};
-use crate::parked::{self, Left, Parked};
+use crate::parked::{AnswerSender, Parked, Shared};
 use crate::rsa_key::ServerKey;
 use crate::wire::{self, Tail};
 
@@ -74,14 +77,43 @@ pub struct Call {
     pub connection_id: u64,
 }
 
+/// A key as the backend stores it: the key, and when a temporary key expires.
+#[derive(Debug, Clone)]
+pub struct StoredKey {
+    pub key: AuthKey,
+    /// Unix seconds from which a temporary key is unknown (`NewKey::expires_at`, or earlier
+    /// once bound); `None` for a permanent key.
+    pub expires_at: Option<i64>,
+}
+
+impl StoredKey {
+    pub fn permanent(key: AuthKey) -> StoredKey {
+        StoredKey {
+            key,
+            expires_at: None,
+        }
+    }
+
+    /// A temporary key past its expiry, which the server treats as unknown.
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
+    }
+}
+
 /// What the protocol needs from the application: keys and API calls.
 pub trait Backend: Send + Sync + 'static {
     fn server_key(&self) -> &ServerKey;
-    /// A stored key by id (`None` → the client is told `-404` and makes a new one).
-    fn find_key(&self, auth_key_id: i64) -> impl Future<Output = Option<AuthKey>> + Send;
-    /// Stores a key auth key creation made.
+    /// A stored key by id (`None` → the client is told `-404` and makes a new one). A temporary
+    /// key comes with its expiry: past it, the server treats it as unknown whatever the backend
+    /// returns.
+    fn find_key(&self, auth_key_id: i64) -> impl Future<Output = Option<StoredKey>> + Send;
+    /// Stores a key auth key creation made, a temporary one with its `expires_at`.
     fn save_key(&self, key: &NewKey) -> impl Future<Output = Result<(), String>> + Send;
-    /// `auth.bindTempAuthKey`: the temporary key acts for the permanent one until it expires.
+    /// `auth.bindTempAuthKey`, once the session checked the binding message: the temporary key
+    /// acts for the permanent one until `expires_at` (which also ends the temporary key if it is
+    /// earlier than its own expiry). A permanent key has one temporary key at a time: binding
+    /// another replaces it. A temporary key already bound to another permanent key is
+    /// `TEMP_AUTH_KEY_ALREADY_BOUND` (binding it again to the same one is fine).
     fn bind_temp_key(
         &self,
         temp_auth_key_id: i64,
@@ -100,10 +132,13 @@ pub trait Backend: Send + Sync + 'static {
 /// How far a client msg_id's time may be behind or ahead of the server's clock.
 const MSG_ID_PAST_SECS: i64 = 300;
 const MSG_ID_FUTURE_SECS: i64 = 30;
-/// How many recent msg_ids are remembered to drop duplicates.
+/// How many recent msg_ids a connection remembers, to drop duplicates and check seq_no order;
+/// an older one than all of them gets code 20 (too old to tell).
 const SEEN_MSG_IDS: usize = 512;
 /// Salts rotate hourly; the current and the previous one are accepted.
 const SALT_PERIOD_SECS: i64 = 3600;
+/// The most salts one `get_future_salts` answers.
+const MAX_FUTURE_SALTS: i32 = 64;
 
 /// bad_msg_notification error codes.
 pub mod bad_msg {
@@ -111,6 +146,9 @@ pub mod bad_msg {
     pub const MSG_ID_TOO_HIGH: i32 = 17;
     pub const MSG_ID_BAD_LOW_BITS: i32 = 18;
     pub const CONTAINER_MSG_ID_REUSED: i32 = 19;
+    pub const MSG_TOO_OLD: i32 = 20;
+    pub const SEQ_NO_TOO_LOW: i32 = 32;
+    pub const SEQ_NO_TOO_HIGH: i32 = 33;
     pub const SEQ_NO_EVEN_EXPECTED: i32 = 34;
     pub const SEQ_NO_ODD_EXPECTED: i32 = 35;
     pub const BAD_SERVER_SALT: i32 = 48;
@@ -122,34 +160,43 @@ pub mod bad_msg {
 pub struct Actions {
     /// Send now, in order.
     pub send: Vec<Outgoing>,
-    /// Run these calls (msg_id of the request, the call, the query) and send their answers.
+    /// Run these calls (msg_id of the request, the call, the query) and deliver their answers
+    /// through [`Session::answer_route`].
     pub calls: Vec<(i64, Call, Vec<u8>)>,
     /// Bind a temporary key: (request msg_id, permanent key id); finish with
-    /// [`Session::check_bind`] once the permanent key is found.
+    /// [`Session::check_bind`] once the permanent key is looked up.
     pub binds: Vec<(i64, i64)>,
     /// `ping_delay_disconnect`: close the connection after this many seconds of silence.
     pub disconnect_after: Option<i32>,
 }
 
-/// One connection's session state under one auth key.
+/// One connection's view of a session under one auth key.
 pub struct Session {
     key: AuthKey,
     session_id: Option<i64>,
     /// The salt auth key creation gave (valid alongside the time-based ones).
     initial_salt: Option<i64>,
-    seen: VecDeque<i64>,
-    seen_set: HashSet<i64>,
-    sent_content: i32,
+    /// The msg_ids this connection received in the session (the newest [`SEEN_MSG_IDS`]).
+    seen: BTreeSet<i64>,
+    /// Of those, the content-related ones with their seq_no, which grow together.
+    content: BTreeMap<i64, i32>,
+    /// The highest msg_id forgotten from `seen`: at or below it, a duplicate cannot be told.
+    forgotten_up_to: i64,
     last_msg_id: i64,
     layer: Option<i32>,
     device_model: Option<String>,
     push: Pusher,
     connection_id: u64,
     pending_binds: Vec<(i64, functions::auth::BindTempAuthKey)>,
-    /// Answers sent and not acknowledged yet, by msg_id (oldest first, bounded).
-    unacked: VecDeque<(i64, Vec<u8>)>,
-    /// Where the unacknowledged answers go when the session ends.
+    /// When the key expires, if it is a temporary one (see [`StoredKey`]).
+    expires_at: Option<i64>,
+    /// The session's state its connections share (this connection's own when there is no
+    /// `parked`).
+    shared: Arc<Shared>,
+    /// Where sessions are found by id, so a session goes on over a new connection.
     parked: Option<Arc<Parked>>,
+    /// This connection's way to receive its sessions' answers.
+    answers: Option<AnswerSender>,
 }
 
 fn unix_now() -> i64 {
@@ -165,24 +212,33 @@ impl Session {
             key,
             session_id: None,
             initial_salt,
-            seen: VecDeque::new(),
-            seen_set: HashSet::new(),
-            sent_content: 0,
+            seen: BTreeSet::new(),
+            content: BTreeMap::new(),
+            forgotten_up_to: i64::MIN,
             last_msg_id: 0,
             layer: None,
             device_model: None,
             push,
             connection_id: 0,
             pending_binds: Vec::new(),
-            unacked: VecDeque::new(),
+            expires_at: None,
+            shared: Arc::default(),
             parked: None,
+            answers: None,
         }
     }
 
-    /// Keeps the session's unacknowledged answers in `parked` when it ends, and takes over
-    /// those of an earlier connection of the same session.
+    /// Finds the session's state in `parked` (an earlier connection's, or another open one's)
+    /// and leaves it there when this connection ends, so the session goes on elsewhere.
     pub fn with_parking(mut self, parked: Arc<Parked>) -> Session {
         self.parked = Some(parked);
+        self
+    }
+
+    /// The session's answers reach this connection through `answers` (see
+    /// [`Session::answer_route`]).
+    pub fn answering_to(mut self, answers: AnswerSender) -> Session {
+        self.answers = Some(answers);
         self
     }
 
@@ -192,8 +248,30 @@ impl Session {
         self
     }
 
+    /// A session under a temporary key, which ends at `expires_at`.
+    pub fn expiring_at(mut self, expires_at: Option<i64>) -> Session {
+        self.expires_at = expires_at;
+        self
+    }
+
     pub fn key(&self) -> &AuthKey {
         &self.key
+    }
+
+    /// The key is temporary and past its expiry: the connection treats it as unknown.
+    pub fn expired(&self, now: i64) -> bool {
+        self.expires_at.is_some_and(|at| now >= at)
+    }
+
+    /// Whether an answer of (`auth_key_id`, `session_id`) is this connection's to send.
+    pub fn serves(&self, auth_key_id: i64, session_id: i64) -> bool {
+        self.key.id() == auth_key_id && self.session_id == Some(session_id)
+    }
+
+    /// Where the answers of the calls in the last [`Actions`] go: to whichever connection the
+    /// session is on when they are ready, or kept for its next one.
+    pub fn answer_route(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// The server salt of the period containing `time`.
@@ -207,8 +285,9 @@ impl Session {
         self.salt_at(unix_now())
     }
 
-    fn salt_is_valid(&self, salt: i64) -> bool {
-        let now = unix_now();
+    /// The key's first salt, the current period's and the previous one's: a salt is good from
+    /// the start of its period until the end of the next (what `get_future_salts` promises).
+    fn salt_is_valid_at(&self, salt: i64, now: i64) -> bool {
         Some(salt) == self.initial_salt
             || salt == self.salt_at(now)
             || salt == self.salt_at(now - SALT_PERIOD_SECS)
@@ -218,47 +297,20 @@ impl Session {
     pub fn receive(&mut self, message: Message) -> Actions {
         let mut actions = Actions::default();
         if self.session_id != Some(message.session_id) {
-            self.leave();
-            self.session_id = Some(message.session_id);
-            self.sent_content = 0;
-            let resumed = self
-                .parked
-                .as_ref()
-                .and_then(|p| p.take(self.key.id(), message.session_id));
-            if let Some(left) = resumed {
-                // The same session on a new connection: what it did not acknowledge comes
-                // again, and seq_no goes on where it was.
-                self.sent_content = left.sent_content;
-                actions
-                    .send
-                    .extend(left.unacked.into_iter().map(|body| Outgoing {
-                        body,
-                        content_related: true,
-                    }));
-                return self.after_session_check(message, actions);
-            }
-            let mut unique_id = [0u8; 8];
-            rand::rng().fill_bytes(&mut unique_id);
-            actions.send.push(Outgoing {
-                body: boxed(&types::NewSessionCreated {
-                    first_msg_id: message.msg_id,
-                    unique_id: i64::from_le_bytes(unique_id),
-                    server_salt: self.current_salt(),
-                }),
-                content_related: true,
-            });
+            self.start(message.session_id, message.msg_id, &mut actions);
+        } else if self.parked.is_some() {
+            let waiting = self
+                .shared
+                .seen_on(self.connection_id, self.answers.as_ref());
+            self.send_again(waiting, &mut actions);
         }
-        self.after_session_check(message, actions)
-    }
-
-    fn after_session_check(&mut self, message: Message, mut actions: Actions) -> Actions {
         if let Some(code) = msg_id_error(message.msg_id) {
             actions
                 .send
                 .push(bad_msg(message.msg_id, message.seq_no, code));
             return actions;
         }
-        if !self.salt_is_valid(message.salt) {
+        if !self.salt_is_valid_at(message.salt, unix_now()) {
             actions.send.push(Outgoing {
                 body: boxed(&types::BadServerSalt {
                     bad_msg_id: message.msg_id,
@@ -274,10 +326,61 @@ impl Session {
             message.msg_id,
             message.seq_no,
             message.body,
-            true,
+            Nesting::default(),
             &mut actions,
         );
         actions
+    }
+
+    /// The connection's first message of a session (or the client switched sessions): a
+    /// session seen before goes on (what the client has not got for sure comes again, and
+    /// seq_no goes on), a new one is announced with `new_session_created`.
+    fn start(&mut self, session_id: i64, first_msg_id: i64, actions: &mut Actions) {
+        self.leave();
+        self.session_id = Some(session_id);
+        self.seen.clear();
+        self.content.clear();
+        self.forgotten_up_to = i64::MIN;
+        let (shared, resumed) = match &self.parked {
+            Some(parked) => parked.attach(
+                self.key.id(),
+                session_id,
+                self.connection_id,
+                self.answers.clone(),
+            ),
+            None => (Arc::default(), false),
+        };
+        self.shared = shared;
+        if resumed {
+            let again = self.shared.lock().take_for_resend();
+            self.send_again(again, actions);
+            return;
+        }
+        let mut unique_id = [0u8; 8];
+        rand::rng().fill_bytes(&mut unique_id);
+        actions.send.push(Outgoing {
+            body: boxed(&types::NewSessionCreated {
+                first_msg_id,
+                unique_id: i64::from_le_bytes(unique_id),
+                server_salt: self.current_salt(),
+            }),
+            content_related: true,
+        });
+    }
+
+    /// Answers the client may not have got, to send on this connection. Each one's request
+    /// counts as received here: sent again under the same msg_id, it is a duplicate even
+    /// before the answer is sealed.
+    fn send_again(&mut self, answers: Vec<Vec<u8>>, actions: &mut Actions) {
+        for body in answers {
+            if let Some((req_msg_id, _)) = body.get(4..).and_then(wire::parse_rpc_result) {
+                self.remember(req_msg_id, 0, false);
+            }
+            actions.send.push(Outgoing {
+                body,
+                content_related: true,
+            });
+        }
     }
 
     fn dispatch(
@@ -285,34 +388,57 @@ impl Session {
         msg_id: i64,
         seq_no: i32,
         body: Vec<u8>,
-        top_level: bool,
+        nesting: Nesting,
         actions: &mut Actions,
     ) {
-        if !self.remember(msg_id) {
-            // A duplicate: the client re-sent it; its answer is on its way or already sent.
-            return;
-        }
         let Some(id) = oxigram_tl::constructor_id(&body) else {
             actions
                 .send
                 .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER));
             return;
         };
+        let rest = &body[4..];
+        if id == wire::GZIP_PACKED {
+            // The packed object is the message itself, under the same msg_id and seq_no. A
+            // packed gzip_packed is refused: nothing sends one, and it would let a message
+            // nest without end.
+            match wire::gunzip(rest) {
+                Ok(inner) if !nesting.packed => self.dispatch(
+                    msg_id,
+                    seq_no,
+                    inner,
+                    Nesting {
+                        packed: true,
+                        ..nesting
+                    },
+                    actions,
+                ),
+                _ => actions.send.push(rpc_error(
+                    msg_id,
+                    &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+                )),
+            }
+            return;
+        }
+        if self.seen.contains(&msg_id) || self.shared.lock().knows(msg_id) {
+            // A duplicate: the client sent it again (maybe over a new connection); its answer
+            // is on its way or already sent. A container must never reuse a msg_id.
+            if id == wire::MSG_CONTAINER {
+                actions
+                    .send
+                    .push(bad_msg(msg_id, seq_no, bad_msg::CONTAINER_MSG_ID_REUSED));
+            }
+            return;
+        }
         let content_related = !matches!(id, wire::MSG_CONTAINER | types::MsgsAck::CONSTRUCTOR_ID);
-        let odd = seq_no & 1 == 1;
-        if id != wire::GZIP_PACKED && content_related != odd {
-            let code = if content_related {
-                bad_msg::SEQ_NO_ODD_EXPECTED
-            } else {
-                bad_msg::SEQ_NO_EVEN_EXPECTED
-            };
+        if let Some(code) = self.order_error(msg_id, seq_no, content_related) {
             actions.send.push(bad_msg(msg_id, seq_no, code));
             return;
         }
-        let rest = &body[4..];
+        self.remember(msg_id, seq_no, content_related);
         match id {
             wire::MSG_CONTAINER => {
-                if !top_level {
+                if nesting.contained {
                     actions
                         .send
                         .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER));
@@ -333,7 +459,11 @@ impl Session {
                                 ));
                                 continue;
                             }
-                            self.dispatch(inner.msg_id, inner.seq_no, inner.body, false, actions);
+                            let nesting = Nesting {
+                                contained: true,
+                                packed: false,
+                            };
+                            self.dispatch(inner.msg_id, inner.seq_no, inner.body, nesting, actions);
                         }
                     }
                     Err(_) => actions
@@ -341,20 +471,12 @@ impl Session {
                         .push(bad_msg(msg_id, seq_no, bad_msg::BAD_CONTAINER)),
                 }
             }
-            wire::GZIP_PACKED => match wire::gunzip(rest) {
-                Ok(inner) => {
-                    // The packed object is the message itself, under the same msg_id.
-                    self.seen_set.remove(&msg_id);
-                    self.dispatch(msg_id, seq_no, inner, top_level, actions);
-                }
-                Err(_) => actions.send.push(rpc_error(
-                    msg_id,
-                    &RpcError::new(400, "INPUT_REQUEST_INVALID"),
-                )),
-            },
             types::MsgsAck::CONSTRUCTOR_ID => {
                 let ids = msg_ids(rest);
-                self.unacked.retain(|(id, _)| !ids.contains(id));
+                self.shared
+                    .lock()
+                    .unacked
+                    .retain(|sent| !ids.contains(&sent.msg_id));
             }
             functions::Ping::CONSTRUCTOR_ID | functions::PingDelayDisconnect::CONSTRUCTOR_ID => {
                 let mut cursor = Cursor::from_slice(rest);
@@ -375,26 +497,10 @@ impl Session {
             }
             functions::GetFutureSalts::CONSTRUCTOR_ID => {
                 let num = functions::GetFutureSalts::deserialize(&mut Cursor::from_slice(rest))
-                    .map(|r| r.num.clamp(1, 64))
+                    .map(|r| r.num.clamp(1, MAX_FUTURE_SALTS))
                     .unwrap_or(1);
-                let now = unix_now();
-                let first_period = now.div_euclid(SALT_PERIOD_SECS);
-                let salts = (0..i64::from(num))
-                    .map(|k| {
-                        let start = (first_period + k) * SALT_PERIOD_SECS;
-                        types::FutureSalt {
-                            valid_since: start as i32,
-                            valid_until: (start + 2 * SALT_PERIOD_SECS) as i32,
-                            salt: self.salt_at(start),
-                        }
-                    })
-                    .collect();
                 actions.send.push(Outgoing {
-                    body: boxed(&types::FutureSalts {
-                        req_msg_id: msg_id,
-                        now: now as i32,
-                        salts: oxigram_tl::RawVec(salts),
-                    }),
+                    body: boxed(&self.future_salts(msg_id, num, unix_now())),
                     content_related: true,
                 });
             }
@@ -403,12 +509,18 @@ impl Session {
                     functions::DestroySession::deserialize(&mut Cursor::from_slice(rest))
                         .map(|r| r.session_id)
                         .unwrap_or(0);
-                // Sessions keep no server state beyond the connection, so any other one is
-                // already gone.
-                let answer = if Some(session_id) == self.session_id {
-                    boxed(&types::DestroySessionNone { session_id })
-                } else {
+                // Another session of the same key: what it left (answers, its place in the
+                // msg_id and seq_no checks) is forgotten. Destroying the current session is
+                // undefined in the protocol; it is left as it is.
+                let destroyed = Some(session_id) != self.session_id
+                    && self
+                        .parked
+                        .as_ref()
+                        .is_some_and(|p| p.forget(self.key.id(), session_id));
+                let answer = if destroyed {
                     boxed(&types::DestroySessionOk { session_id })
+                } else {
+                    boxed(&types::DestroySessionNone { session_id })
                 };
                 actions.send.push(rpc_result(msg_id, &answer));
             }
@@ -427,15 +539,17 @@ impl Session {
                 // Answers still unacknowledged go again; of any other message nothing is known.
                 let ids = msg_ids(rest);
                 let mut unknown = 0;
+                let shared = self.shared.lock();
                 for id in &ids {
-                    match self.unacked.iter().find(|(sent, _)| sent == id) {
-                        Some((_, body)) => actions.send.push(Outgoing {
-                            body: body.clone(),
+                    match shared.unacked.iter().find(|sent| sent.msg_id == *id) {
+                        Some(sent) => actions.send.push(Outgoing {
+                            body: sent.body.clone(),
                             content_related: true,
                         }),
                         None => unknown += 1,
                     }
                 }
+                drop(shared);
                 if unknown > 0 {
                     actions.send.push(Outgoing {
                         body: boxed(&types::MsgsStateInfo {
@@ -454,15 +568,16 @@ impl Session {
             }
             types::HttpWait::CONSTRUCTOR_ID => {}
             functions::auth::BindTempAuthKey::CONSTRUCTOR_ID => {
-                match functions::auth::BindTempAuthKey::deserialize(&mut Cursor::from_slice(rest)) {
-                    Ok(request) => self.bind_request(msg_id, request, actions),
-                    Err(_) => actions.send.push(rpc_error(
-                        msg_id,
-                        &RpcError::new(400, "INPUT_REQUEST_INVALID"),
-                    )),
-                }
+                self.bind_call(msg_id, rest, actions)
             }
             _ => match self.unwrap_invoke(body) {
+                // Sent inside the invoke wrappers (a client's first call often is).
+                Some(query)
+                    if oxigram_tl::constructor_id(&query)
+                        == Some(functions::auth::BindTempAuthKey::CONSTRUCTOR_ID) =>
+                {
+                    self.bind_call(msg_id, &query[4..], actions);
+                }
                 Some(query) => {
                     let call = Call {
                         auth_key_id: self.key.id(),
@@ -473,6 +588,7 @@ impl Session {
                         push: self.push.clone(),
                         connection_id: self.connection_id,
                     };
+                    self.shared.lock().running.insert(msg_id);
                     actions.calls.push((msg_id, call, query));
                 }
                 None => actions.send.push(rpc_error(
@@ -480,6 +596,76 @@ impl Session {
                     &RpcError::new(400, "INPUT_REQUEST_INVALID"),
                 )),
             },
+        }
+    }
+
+    /// The bad_msg_notification code a message earns by its place among the ones received:
+    /// too old to tell (20), seq_no of the wrong parity (34, 35), or a content-related message
+    /// whose seq_no is out of order with another content-related one's (32: an earlier msg_id
+    /// has a seq_no as high or higher; 33: a later msg_id has one as low or lower).
+    ///
+    /// Order is checked among content-related messages only: their seq_no are odd and unique,
+    /// and every client numbers them as it makes their msg_ids. A container or an ack carries
+    /// the count so far (even, shared with the content message before it), and clients make a
+    /// container's msg_id after those of the messages inside, so holding them to the same order
+    /// would refuse stock clients' traffic.
+    fn order_error(&self, msg_id: i64, seq_no: i32, content_related: bool) -> Option<i32> {
+        if msg_id <= self.forgotten_up_to {
+            return Some(bad_msg::MSG_TOO_OLD);
+        }
+        if content_related != (seq_no & 1 == 1) {
+            return Some(if content_related {
+                bad_msg::SEQ_NO_ODD_EXPECTED
+            } else {
+                bad_msg::SEQ_NO_EVEN_EXPECTED
+            });
+        }
+        if !content_related {
+            return None;
+        }
+        let before = self.content.range(..msg_id).next_back();
+        if before.is_some_and(|(_, &earlier)| earlier >= seq_no) {
+            return Some(bad_msg::SEQ_NO_TOO_LOW);
+        }
+        let after = self
+            .content
+            .range((Bound::Excluded(msg_id), Bound::Unbounded))
+            .next();
+        if after.is_some_and(|(_, &later)| later <= seq_no) {
+            return Some(bad_msg::SEQ_NO_TOO_HIGH);
+        }
+        None
+    }
+
+    /// `future_salts` for `num` periods from the current one: each salt is valid from its
+    /// period's start to the end of the next period, so consecutive salts overlap by one.
+    fn future_salts(&self, req_msg_id: i64, num: i32, now: i64) -> types::FutureSalts {
+        let first_period = now.div_euclid(SALT_PERIOD_SECS);
+        let salts = (0..i64::from(num))
+            .map(|k| {
+                let start = (first_period + k) * SALT_PERIOD_SECS;
+                types::FutureSalt {
+                    valid_since: start as i32,
+                    valid_until: (start + 2 * SALT_PERIOD_SECS) as i32,
+                    salt: self.salt_at(start),
+                }
+            })
+            .collect();
+        types::FutureSalts {
+            req_msg_id,
+            now: now as i32,
+            salts: oxigram_tl::RawVec(salts),
+        }
+    }
+
+    /// `auth.bindTempAuthKey`'s body (after its constructor id).
+    fn bind_call(&mut self, msg_id: i64, rest: &[u8], actions: &mut Actions) {
+        match functions::auth::BindTempAuthKey::deserialize(&mut Cursor::from_slice(rest)) {
+            Ok(request) => self.bind_request(msg_id, request, actions),
+            Err(_) => actions.send.push(rpc_error(
+                msg_id,
+                &RpcError::new(400, "INPUT_REQUEST_INVALID"),
+            )),
         }
     }
 
@@ -525,68 +711,83 @@ impl Session {
         }
     }
 
-    /// `auth.bindTempAuthKey`, checked as the protocol requires: the inner message is
-    /// encrypted with the permanent key, carries the outer msg_id, and names this temporary key
-    /// and session. The permanent key itself is checked by the backend's lookup.
+    /// `auth.bindTempAuthKey`, first half: only a temporary key can be bound
+    /// (`TEMP_AUTH_KEY_EMPTY` over a permanent one); the rest waits for the permanent key.
     fn bind_request(
         &mut self,
         msg_id: i64,
         request: functions::auth::BindTempAuthKey,
         actions: &mut Actions,
     ) {
+        if self.expires_at.is_none() {
+            actions.send.push(rpc_error(
+                msg_id,
+                &RpcError::new(400, "TEMP_AUTH_KEY_EMPTY"),
+            ));
+            return;
+        }
         actions.binds.push((msg_id, request.perm_auth_key_id));
         self.pending_binds.push((msg_id, request));
     }
 
-    /// Second half of a bind, once the backend found the permanent key.
-    pub fn check_bind(&mut self, msg_id: i64, perm: &AuthKey) -> Result<(i64, i32), RpcError> {
+    /// Second half of a bind, once the backend looked the permanent key up: the binding message
+    /// must be encrypted with that key under MTProto 1.0 (see [`crate::bind`]), be the call's
+    /// own message (its msg_id, seq_no 0) and name the call's nonce, permanent key and expiry,
+    /// this temporary key and this session. Any mismatch, or a permanent key that is unknown or
+    /// itself temporary, is `ENCRYPTED_MESSAGE_INVALID`. Returns the permanent key's id and the
+    /// binding's expiry for [`Backend::bind_temp_key`].
+    pub fn check_bind(
+        &mut self,
+        msg_id: i64,
+        perm: Option<&StoredKey>,
+    ) -> Result<(i64, i32), RpcError> {
+        let invalid = || RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID");
         let position = self
             .pending_binds
             .iter()
             .position(|(id, _)| *id == msg_id)
-            .ok_or_else(|| RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID"))?;
+            .ok_or_else(invalid)?;
         let (_, request) = self.pending_binds.swap_remove(position);
-        let invalid = || RpcError::new(400, "ENCRYPTED_MESSAGE_INVALID");
-        if request.perm_auth_key_id != perm.id() {
+        let perm = perm.ok_or_else(invalid)?;
+        if perm.expires_at.is_some() || request.perm_auth_key_id != perm.key.id() {
             return Err(invalid());
         }
-        let inner = Message::decrypt(perm, Direction::ClientToServer, &request.encrypted_message)
-            .map_err(|_| invalid())?;
-        if inner.msg_id != msg_id || inner.seq_no != 0 {
-            return Err(invalid());
-        }
-        let mut cursor = Cursor::from_slice(&inner.body);
-        let id = u32::deserialize(&mut cursor).map_err(|_| invalid())?;
-        if id != types::BindAuthKeyInner::CONSTRUCTOR_ID {
-            return Err(invalid());
-        }
-        let binding = types::BindAuthKeyInner::deserialize(&mut cursor).map_err(|_| invalid())?;
-        if binding.nonce != request.nonce
-            || binding.temp_auth_key_id != self.key.id()
-            || binding.perm_auth_key_id != perm.id()
-            || Some(binding.temp_session_id) != self.session_id
-            || binding.expires_at != request.expires_at
+        let opened =
+            crate::bind::decrypt(&perm.key, &request.encrypted_message).map_err(|_| invalid())?;
+        let inner = opened.inner;
+        if opened.msg_id != msg_id
+            || opened.seq_no != 0
+            || inner.nonce != request.nonce
+            || inner.temp_auth_key_id != self.key.id()
+            || inner.perm_auth_key_id != request.perm_auth_key_id
+            || Some(inner.temp_session_id) != self.session_id
+            || inner.expires_at != request.expires_at
         {
             return Err(invalid());
         }
-        Ok((perm.id(), request.expires_at))
+        Ok((perm.key.id(), request.expires_at))
+    }
+
+    /// The backend bound this temporary key until `expires_at`: it ends then, if not sooner.
+    pub fn bound_until(&mut self, expires_at: i32) {
+        let until = i64::from(expires_at);
+        self.expires_at = Some(self.expires_at.map_or(until, |at| at.min(until)));
     }
 
     /// Encrypts an outgoing message for the current session.
     pub fn seal(&mut self, outgoing: &Outgoing) -> Vec<u8> {
-        let seq_no = if outgoing.content_related {
-            self.sent_content += 1;
-            self.sent_content * 2 - 1
-        } else {
-            self.sent_content * 2
-        };
         let msg_id = self.next_msg_id();
+        let mut shared = self.shared.lock();
+        let seq_no = if outgoing.content_related {
+            shared.sent_content += 1;
+            shared.sent_content * 2 - 1
+        } else {
+            shared.sent_content * 2
+        };
         if outgoing.content_related && is_answer(&outgoing.body) {
-            self.unacked.push_back((msg_id, outgoing.body.clone()));
-            if self.unacked.len() > parked::MAX_PER_SESSION {
-                self.unacked.pop_front();
-            }
+            shared.sent(msg_id, &outgoing.body);
         }
+        drop(shared);
         let message = Message {
             salt: self.current_salt(),
             session_id: self.session_id.unwrap_or_default(),
@@ -613,18 +814,18 @@ impl Session {
         self.last_msg_id
     }
 
-    /// `false` for a msg_id seen recently.
-    fn remember(&mut self, msg_id: i64) -> bool {
-        if !self.seen_set.insert(msg_id) {
-            return false;
+    /// Records a message that passed the checks; past [`SEEN_MSG_IDS`] the oldest is forgotten.
+    fn remember(&mut self, msg_id: i64, seq_no: i32, content_related: bool) {
+        self.seen.insert(msg_id);
+        if content_related {
+            self.content.insert(msg_id, seq_no);
         }
-        self.seen.push_back(msg_id);
         if self.seen.len() > SEEN_MSG_IDS
-            && let Some(old) = self.seen.pop_front()
+            && let Some(oldest) = self.seen.pop_first()
         {
-            self.seen_set.remove(&old);
+            self.content.remove(&oldest);
+            self.forgotten_up_to = self.forgotten_up_to.max(oldest);
         }
-        true
     }
 }
 
@@ -636,25 +837,17 @@ impl Session {
         match msg_id_error(msg_id) {
             Some(bad_msg::MSG_ID_TOO_LOW) => 2,
             Some(bad_msg::MSG_ID_TOO_HIGH) => 3,
-            _ if self.seen_set.contains(&msg_id) => 4,
+            _ if self.seen.contains(&msg_id) || self.shared.lock().knows(msg_id) => 4,
             _ => 1,
         }
     }
 
-    /// Parks the current session's unacknowledged answers (the session ends or changes).
+    /// This connection no longer serves the current session (it ends or changes): the
+    /// session's state stays in `parked` for its next connection.
     fn leave(&mut self) {
-        let (Some(parked), Some(session_id)) = (&self.parked, self.session_id) else {
-            return;
-        };
-        let unacked = std::mem::take(&mut self.unacked);
-        parked.park(
-            self.key.id(),
-            session_id,
-            Left {
-                sent_content: self.sent_content,
-                unacked: unacked.into_iter().map(|(_, body)| body).collect(),
-            },
-        );
+        if let (Some(parked), Some(session_id)) = (&self.parked, self.session_id) {
+            parked.detach(self.key.id(), session_id, self.connection_id);
+        }
     }
 }
 
@@ -662,6 +855,13 @@ impl Drop for Session {
     fn drop(&mut self) {
         self.leave();
     }
+}
+
+/// Where a message sits: inside a container, inside a `gzip_packed`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Nesting {
+    contained: bool,
+    packed: bool,
 }
 
 /// The msg_ids of an ack, state or resend request (a boxed vector; a bare one is accepted).
@@ -727,5 +927,444 @@ pub fn rpc_error(req_msg_id: i64, error: &RpcError) -> Outgoing {
     Outgoing {
         body: wire::rpc_result(req_msg_id, &error.to_bytes()),
         content_related: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parked::Answer;
+    use crate::wire::Contained;
+
+    fn key() -> AuthKey {
+        AuthKey::from_bytes(std::array::from_fn(|i| (i * 7 + 1) as u8))
+    }
+
+    fn session() -> Session {
+        let (push, _) = mpsc::unbounded_channel();
+        Session::new(key(), Some(5), push)
+    }
+
+    /// Client msg_ids of this second: `base + 4k`, in the order they are made.
+    fn base() -> i64 {
+        unix_now() << 32
+    }
+
+    /// A message of session 42 under the key's first salt.
+    fn message(msg_id: i64, seq_no: i32, body: Vec<u8>) -> Message {
+        in_session(42, msg_id, seq_no, body)
+    }
+
+    fn in_session(session_id: i64, msg_id: i64, seq_no: i32, body: Vec<u8>) -> Message {
+        Message {
+            salt: 5,
+            session_id,
+            msg_id,
+            seq_no,
+            body,
+        }
+    }
+
+    fn ping(ping_id: i64) -> Vec<u8> {
+        functions::Ping { ping_id }.to_bytes()
+    }
+
+    fn read<T: Deserializable>(body: &[u8]) -> T {
+        T::deserialize(&mut Cursor::from_slice(&body[4..])).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The bodies sent with constructor `id`.
+    fn sent(actions: &Actions, id: u32) -> Vec<Vec<u8>> {
+        actions
+            .send
+            .iter()
+            .filter(|o| oxigram_tl::constructor_id(&o.body) == Some(id))
+            .map(|o| o.body.clone())
+            .collect()
+    }
+
+    /// The results of the `rpc_result`s sent, by request.
+    fn results(actions: &Actions) -> Vec<(i64, Vec<u8>)> {
+        sent(actions, wire::RPC_RESULT)
+            .iter()
+            .filter_map(|body| wire::parse_rpc_result(&body[4..]))
+            .map(|(req, result)| (req, result.to_vec()))
+            .collect()
+    }
+
+    fn bad_msgs(actions: &Actions) -> Vec<(i64, i32)> {
+        sent(actions, types::BadMsgNotification::CONSTRUCTOR_ID)
+            .iter()
+            .map(|body| read::<types::BadMsgNotification>(body))
+            .map(|bad| (bad.bad_msg_id, bad.error_code))
+            .collect()
+    }
+
+    #[test]
+    fn a_new_session_is_announced_with_its_first_msg_id_and_the_server_salt() {
+        let mut session = session();
+        let first = base() + 4;
+        let actions = session.receive(message(first, 1, ping(1)));
+        let ids: Vec<_> = actions
+            .send
+            .iter()
+            .map(|o| oxigram_tl::constructor_id(&o.body))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                Some(types::NewSessionCreated::CONSTRUCTOR_ID),
+                Some(types::Pong::CONSTRUCTOR_ID)
+            ]
+        );
+        let created: types::NewSessionCreated = read(&actions.send[0].body);
+        assert_eq!(created.first_msg_id, first);
+        // The salt the client is to use from now: the current period's, not the first salt.
+        assert_ne!(created.server_salt, 5);
+        assert!(session.salt_is_valid_at(created.server_salt, unix_now()));
+
+        // Later messages of the session announce nothing; another session is announced again.
+        let actions = session.receive(message(first + 4, 3, ping(2)));
+        assert!(sent(&actions, types::NewSessionCreated::CONSTRUCTOR_ID).is_empty());
+        let actions = session.receive(in_session(43, first + 8, 1, ping(3)));
+        let created = sent(&actions, types::NewSessionCreated::CONSTRUCTOR_ID);
+        assert_eq!(created.len(), 1);
+        assert_eq!(
+            read::<types::NewSessionCreated>(&created[0]).first_msg_id,
+            first + 8
+        );
+    }
+
+    #[test]
+    fn ping_is_answered_with_pong() {
+        let mut session = session();
+        let id = base() + 4;
+        let actions = session.receive(message(id, 1, ping(77)));
+        let pongs = sent(&actions, types::Pong::CONSTRUCTOR_ID);
+        let pong: types::Pong = read(&pongs[0]);
+        assert_eq!((pong.msg_id, pong.ping_id), (id, 77));
+        assert_eq!(actions.disconnect_after, None);
+
+        let delayed = functions::PingDelayDisconnect {
+            ping_id: 78,
+            disconnect_delay: 35,
+        }
+        .to_bytes();
+        let actions = session.receive(message(id + 4, 3, delayed));
+        let pong: types::Pong = read(&sent(&actions, types::Pong::CONSTRUCTOR_ID)[0]);
+        assert_eq!((pong.msg_id, pong.ping_id), (id + 4, 78));
+        assert_eq!(actions.disconnect_after, Some(35));
+
+        // A ping without its id is a bad request, not a pong.
+        let truncated = functions::Ping::CONSTRUCTOR_ID.to_le_bytes().to_vec();
+        let actions = session.receive(message(id + 8, 5, truncated));
+        assert!(sent(&actions, types::Pong::CONSTRUCTOR_ID).is_empty());
+        assert_eq!(results(&actions).len(), 1);
+    }
+
+    #[test]
+    fn future_salts_are_consecutive_and_each_is_accepted_while_valid() {
+        let mut session = session();
+        let id = base() + 4;
+        let request = functions::GetFutureSalts { num: 3 }.to_bytes();
+        let actions = session.receive(message(id, 1, request));
+        // future_salts comes as it is, not in an rpc_result.
+        let answers = sent(&actions, types::FutureSalts::CONSTRUCTOR_ID);
+        assert_eq!(answers.len(), 1);
+        let salts: types::FutureSalts = read(&answers[0]);
+        let now = unix_now();
+        assert_eq!(salts.req_msg_id, id);
+        assert!((i64::from(salts.now) - now).abs() <= 1);
+        let salts = salts.salts.0;
+        assert_eq!(salts.len(), 3);
+        let (since, until) = (
+            i64::from(salts[0].valid_since),
+            i64::from(salts[0].valid_until),
+        );
+        assert!(since <= now && now < until, "the first is valid now");
+        for (k, salt) in salts.iter().enumerate() {
+            let since = i64::from(salt.valid_since);
+            let until = i64::from(salt.valid_until);
+            assert_eq!(since, i64::from(salts[0].valid_since) + 3600 * k as i64);
+            assert_eq!(until, since + 7200, "consecutive salts overlap by a period");
+            assert!(
+                session.salt_is_valid_at(salt.salt, since),
+                "{k} at its start"
+            );
+            assert!(
+                session.salt_is_valid_at(salt.salt, until - 1),
+                "{k} at its end"
+            );
+            assert!(
+                !session.salt_is_valid_at(salt.salt, until),
+                "{k} after its end"
+            );
+        }
+        assert!(salts[0].salt != salts[1].salt && salts[1].salt != salts[2].salt);
+
+        // The server takes the current one now, and not one that is not valid yet.
+        let mut with_salt = message(id + 4, 3, ping(1));
+        with_salt.salt = salts[0].salt;
+        let actions = session.receive(with_salt);
+        assert_eq!(sent(&actions, types::Pong::CONSTRUCTOR_ID).len(), 1);
+        let mut early = message(id + 8, 5, ping(2));
+        early.salt = salts[2].salt;
+        let actions = session.receive(early);
+        let bad = sent(&actions, types::BadServerSalt::CONSTRUCTOR_ID);
+        assert_eq!(bad.len(), 1);
+        let bad: types::BadServerSalt = read(&bad[0]);
+        assert!(session.salt_is_valid_at(bad.new_server_salt, unix_now()));
+
+        // The count is kept between 1 and 64.
+        for (num, expected) in [(0, 1), (1000, 64)] {
+            let request = functions::GetFutureSalts { num }.to_bytes();
+            let n = 12 + 4 * i64::from(expected);
+            let actions = session.receive(message(id + n, 5 + 2 * expected, request));
+            let answer = sent(&actions, types::FutureSalts::CONSTRUCTOR_ID);
+            assert_eq!(
+                read::<types::FutureSalts>(&answer[0]).salts.0.len(),
+                expected as usize
+            );
+        }
+    }
+
+    #[test]
+    fn destroy_session_forgets_another_sessions_answers() {
+        let parked = Arc::new(Parked::default());
+        let (push, _) = mpsc::unbounded_channel();
+        let id = base();
+        // Session 42 ends with an answer the client never acknowledged.
+        let mut old = Session::new(key(), Some(5), push.clone()).with_parking(parked.clone());
+        old.receive(message(id + 4, 1, ping(1)));
+        let answer = rpc_result(id + 8, &true.to_bytes());
+        old.seal(&answer);
+        drop(old);
+        assert_eq!(parked.pending(key().id(), 42), Some(1));
+
+        let mut current = Session::new(key(), Some(5), push.clone()).with_parking(parked.clone());
+        let destroy = |session_id| functions::DestroySession { session_id }.to_bytes();
+        let table = [
+            ("the ended session", 42, true),
+            ("it again", 42, false),
+            ("the current session", 7, false),
+            ("a session never seen", 1234, false),
+        ];
+        for (n, (name, session_id, ok)) in table.into_iter().enumerate() {
+            let msg_id = id + 12 + 4 * n as i64;
+            let actions =
+                current.receive(in_session(7, msg_id, 1 + 2 * n as i32, destroy(session_id)));
+            let results = results(&actions);
+            assert_eq!(results.len(), 1, "{name}");
+            assert_eq!(results[0].0, msg_id, "{name}");
+            let expected = if ok {
+                boxed(&types::DestroySessionOk { session_id })
+            } else {
+                boxed(&types::DestroySessionNone { session_id })
+            };
+            assert_eq!(results[0].1, expected, "{name}");
+        }
+        assert_eq!(parked.pending(key().id(), 42), None);
+        assert!(parked.is_empty());
+
+        // Session 42 comes back as a new session, without the forgotten answer.
+        let mut back = Session::new(key(), Some(5), push).with_parking(parked.clone());
+        let actions = back.receive(message(id + 40, 3, ping(2)));
+        assert_eq!(
+            sent(&actions, types::NewSessionCreated::CONSTRUCTOR_ID).len(),
+            1
+        );
+        assert!(!actions.send.iter().any(|o| o.body == answer.body));
+    }
+
+    #[test]
+    fn a_container_of_two_requests_is_answered_both() {
+        let parked = Arc::new(Parked::default());
+        let (push, _) = mpsc::unbounded_channel();
+        let (answers, mut answered) = mpsc::unbounded_channel();
+        let mut session = Session::new(key(), Some(5), push)
+            .with_parking(parked)
+            .answering_to(answers);
+        let id = base();
+        let first = functions::help::GetNearestDc {}.to_bytes();
+        let second = functions::help::GetConfig {}.to_bytes();
+        // As stock clients make it: the messages' ids and seq_no first, then the container's.
+        let container = wire::container(&[
+            Contained {
+                msg_id: id + 4,
+                seq_no: 1,
+                body: first.clone(),
+            },
+            Contained {
+                msg_id: id + 8,
+                seq_no: 3,
+                body: second.clone(),
+            },
+            Contained {
+                msg_id: id + 12,
+                seq_no: 5,
+                body: ping(9),
+            },
+        ]);
+        let actions = session.receive(message(id + 16, 6, container));
+        assert!(bad_msgs(&actions).is_empty());
+        let calls: Vec<(i64, i64, Vec<u8>)> = actions
+            .calls
+            .iter()
+            .map(|(msg_id, call, query)| (*msg_id, call.msg_id, query.clone()))
+            .collect();
+        assert_eq!(calls, [(id + 4, id + 4, first), (id + 8, id + 8, second)]);
+        let pong: types::Pong = read(&sent(&actions, types::Pong::CONSTRUCTOR_ID)[0]);
+        assert_eq!(pong.msg_id, id + 12);
+
+        // Both answers come back to the connection (in the order they finish) and are sent.
+        let route = session.answer_route();
+        for req in [id + 8, id + 4] {
+            route.deliver(Answer {
+                auth_key_id: key().id(),
+                session_id: 42,
+                body: rpc_result(req, &true.to_bytes()).body,
+            });
+        }
+        let mut answered_to = Vec::new();
+        while let Ok(answer) = answered.try_recv() {
+            assert!(session.serves(answer.auth_key_id, answer.session_id));
+            let (req, _) = wire::parse_rpc_result(&answer.body[4..]).unwrap_or_default();
+            answered_to.push(req);
+            session.seal(&Outgoing {
+                body: answer.body,
+                content_related: true,
+            });
+        }
+        assert_eq!(answered_to, [id + 8, id + 4]);
+        assert!(session.shared.lock().running.is_empty());
+    }
+
+    #[test]
+    fn a_gzip_packed_request_is_the_request_itself() {
+        let mut session = session();
+        let id = base();
+        let actions = session.receive(message(id + 4, 1, wire::gzip(&ping(5))));
+        let pong: types::Pong = read(&sent(&actions, types::Pong::CONSTRUCTOR_ID)[0]);
+        assert_eq!((pong.msg_id, pong.ping_id), (id + 4, 5));
+
+        let call = functions::help::GetNearestDc {}.to_bytes();
+        let actions = session.receive(message(id + 8, 3, wire::gzip(&call)));
+        assert_eq!(actions.calls.len(), 1);
+        assert_eq!((actions.calls[0].0, &actions.calls[0].2), (id + 8, &call));
+        // The same message again, packed or not, is a duplicate.
+        assert!(session.receive(message(id + 8, 3, call)).calls.is_empty());
+
+        // Inside a container too.
+        let container = wire::container(&[Contained {
+            msg_id: id + 12,
+            seq_no: 5,
+            body: wire::gzip(&ping(6)),
+        }]);
+        let actions = session.receive(message(id + 16, 6, container));
+        assert_eq!(sent(&actions, types::Pong::CONSTRUCTOR_ID).len(), 1);
+
+        // Packed twice, or not gzip at all: a bad request, answered as one.
+        let mut not_gzip = wire::GZIP_PACKED.to_le_bytes().to_vec();
+        not_gzip.extend(vec![1u8, 2, 3].to_bytes());
+        for (n, body) in [wire::gzip(&wire::gzip(&ping(7))), not_gzip]
+            .into_iter()
+            .enumerate()
+        {
+            let msg_id = id + 20 + 4 * n as i64;
+            let actions = session.receive(message(msg_id, 7 + 2 * n as i32, body));
+            assert!(sent(&actions, types::Pong::CONSTRUCTOR_ID).is_empty());
+            let results = results(&actions);
+            let error: types::RpcError = read(&results[0].1);
+            assert_eq!(
+                (results[0].0, error.error_message.as_str()),
+                (msg_id, "INPUT_REQUEST_INVALID")
+            );
+        }
+    }
+
+    #[test]
+    fn a_bind_inside_the_invoke_wrappers_is_a_bind() {
+        let bind = functions::auth::BindTempAuthKey {
+            perm_auth_key_id: 99,
+            nonce: 1,
+            expires_at: 2,
+            encrypted_message: vec![0; 96],
+        };
+        let wrapped = functions::InvokeWithLayer {
+            layer: oxigram_tl::LAYER,
+            query: functions::InitConnection {
+                api_id: 1,
+                device_model: "test".into(),
+                system_version: String::new(),
+                app_version: String::new(),
+                system_lang_code: String::new(),
+                lang_pack: String::new(),
+                lang_code: String::new(),
+                proxy: None,
+                params: None,
+                query: Tail(bind.to_bytes()),
+            },
+        }
+        .to_bytes();
+        let id = base() + 4;
+        let mut temporary = session().expiring_at(Some(unix_now() + 3600));
+        let actions = temporary.receive(message(id, 1, wrapped.clone()));
+        assert_eq!(actions.binds, [(id, 99)]);
+        assert!(actions.calls.is_empty());
+
+        // Over a permanent key it is refused at once.
+        let actions = session().receive(message(id, 1, wrapped));
+        assert!(actions.binds.is_empty());
+        let results = results(&actions);
+        let error: types::RpcError = read(&results[0].1);
+        assert_eq!(error.error_message, "TEMP_AUTH_KEY_EMPTY");
+    }
+
+    /// A stock client's numbering: content messages odd and counted in msg_id order; acks and
+    /// containers even, a container's id made after the messages inside; an ack inside a
+    /// container with the count so far. None of it is refused.
+    #[test]
+    fn stock_client_numbering_is_accepted() {
+        let mut session = session();
+        let id = base();
+        let ack = |ids: Vec<i64>| {
+            let mut body = types::MsgsAck::CONSTRUCTOR_ID.to_le_bytes().to_vec();
+            body.extend(ids.to_bytes());
+            body
+        };
+        let traffic = [
+            message(id + 4, 1, ping(1)),
+            message(id + 8, 2, ack(vec![1])),
+            message(
+                id + 24,
+                6,
+                wire::container(&[
+                    Contained {
+                        msg_id: id + 12,
+                        seq_no: 2,
+                        body: ack(vec![2]),
+                    },
+                    Contained {
+                        msg_id: id + 16,
+                        seq_no: 3,
+                        body: ping(2),
+                    },
+                    Contained {
+                        msg_id: id + 20,
+                        seq_no: 5,
+                        body: wire::gzip(&ping(3)),
+                    },
+                ]),
+            ),
+            message(id + 28, 7, ping(4)),
+            message(id + 32, 8, ack(vec![3])),
+        ];
+        let mut pongs = 0;
+        for message in traffic {
+            let actions = session.receive(message);
+            assert!(bad_msgs(&actions).is_empty(), "{:?}", bad_msgs(&actions));
+            pongs += sent(&actions, types::Pong::CONSTRUCTOR_ID).len();
+        }
+        assert_eq!(pongs, 4);
     }
 }

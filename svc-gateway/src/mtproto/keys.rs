@@ -2,34 +2,38 @@
 
 use sqlx::PgPool;
 
-/// Stores a key auth key creation made; `false` when its id is taken.
+/// Stores a key auth key creation made, a temporary one with its expiry (unix seconds);
+/// `false` when its id is taken.
 pub async fn insert(
     pool: &PgPool,
     id: i64,
     secret_hash: &[u8],
     key: &[u8],
+    expires_at: Option<i64>,
 ) -> Result<bool, sqlx::Error> {
     Ok(sqlx::query(
-        "INSERT INTO auth_keys (id, secret_hash, mtproto_key) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO auth_keys (id, secret_hash, mtproto_key, expires_at) VALUES ($1, $2, $3, to_timestamp($4)) ON CONFLICT (id) DO NOTHING",
     )
     .bind(id)
     .bind(secret_hash)
     .bind(key)
+    .bind(expires_at.map(|at| at as f64))
     .execute(pool)
     .await?
     .rows_affected()
         == 1)
 }
 
-/// The 256 bytes of an unexpired MTProto key.
-pub async fn find(pool: &PgPool, id: i64) -> Result<Option<Vec<u8>>, sqlx::Error> {
-    let row: Option<(Option<Vec<u8>>,)> = sqlx::query_as(
-        "SELECT mtproto_key FROM auth_keys WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())",
+/// The 256 bytes of an unexpired MTProto key, and its expiry (unix seconds) if it is a
+/// temporary one.
+pub async fn find(pool: &PgPool, id: i64) -> Result<Option<(Vec<u8>, Option<i64>)>, sqlx::Error> {
+    let row: Option<(Option<Vec<u8>>, Option<i64>)> = sqlx::query_as(
+        "SELECT mtproto_key, extract(epoch FROM expires_at)::bigint FROM auth_keys WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())",
     )
     .bind(id)
     .fetch_optional(pool)
     .await?;
-    Ok(row.and_then(|(key,)| key))
+    Ok(row.and_then(|(key, expires_at)| key.map(|key| (key, expires_at))))
 }
 
 /// Who a key acts as: itself, or the permanent key it is bound to (id and key bytes).
@@ -43,7 +47,9 @@ pub async fn acting_key(pool: &PgPool, id: i64) -> Result<Option<(i64, Vec<u8>)>
     Ok(row.and_then(|(id, key)| key.map(|key| (id, key))))
 }
 
-/// Binds a temporary key to a permanent one until `expires_at` (unix seconds).
+/// Binds a temporary key to a permanent one until `expires_at` (unix seconds), which ends the
+/// key if it is earlier than its own expiry; `false` when the key is signed in itself or bound
+/// to another permanent key.
 pub async fn bind_temp(
     pool: &PgPool,
     temp_id: i64,
@@ -51,7 +57,7 @@ pub async fn bind_temp(
     expires_at: i32,
 ) -> Result<bool, sqlx::Error> {
     Ok(sqlx::query(
-        "UPDATE auth_keys SET perm_key_id = $2, expires_at = to_timestamp($3) WHERE id = $1 AND user_id IS NULL",
+        "UPDATE auth_keys SET perm_key_id = $2, expires_at = least(expires_at, to_timestamp($3)) WHERE id = $1 AND user_id IS NULL AND (perm_key_id IS NULL OR perm_key_id = $2)",
     )
     .bind(temp_id)
     .bind(perm_id)

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use oxigram_errors::Error;
 use oxigram_mtproto::handshake::NewKey;
-use oxigram_mtproto::session::{Backend, Call, RpcError};
+use oxigram_mtproto::session::{Backend, Call, RpcError, StoredKey};
 use oxigram_mtproto::{AuthKey, ServerKey};
 use oxigram_tl::{Identifiable, functions};
 use sha2::{Digest, Sha256};
@@ -94,10 +94,13 @@ impl Backend for Door {
         &self.key
     }
 
-    async fn find_key(&self, auth_key_id: i64) -> Option<AuthKey> {
-        let bytes = keys::find(&self.gateway.pool, auth_key_id).await.ok()??;
+    async fn find_key(&self, auth_key_id: i64) -> Option<StoredKey> {
+        let (bytes, expires_at) = keys::find(&self.gateway.pool, auth_key_id).await.ok()??;
         let bytes: [u8; 256] = bytes.try_into().ok()?;
-        Some(AuthKey::from_bytes(bytes))
+        Some(StoredKey {
+            key: AuthKey::from_bytes(bytes),
+            expires_at,
+        })
     }
 
     async fn save_key(&self, key: &NewKey) -> Result<(), String> {
@@ -107,6 +110,7 @@ impl Backend for Door {
             key.key.id(),
             &Sha256::digest(bytes),
             bytes,
+            key.expires_at,
         )
         .await
         .map_err(|e| e.to_string())?;

@@ -1,12 +1,20 @@
 //! The server loop against the crate's own client, over a real TCP socket, with a backend that
-//! keeps keys in memory and answers one function.
+//! keeps keys and bindings in memory and answers a few functions. The suites: this file (keys,
+//! transports, calls), `bind` (temporary keys), `bad_msg` (message checks on a live session)
+//! and `reconnect` (answers across a broken connection).
+
+mod bad_msg;
+mod bind;
+mod reconnect;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use oxigram_mtproto::client::{Client, ClientError, Options};
 use oxigram_mtproto::handshake::NewKey;
-use oxigram_mtproto::session::{Backend, Call, Outgoing, RpcError};
+use oxigram_mtproto::parked::Parked;
+use oxigram_mtproto::session::{Backend, Call, Outgoing, RpcError, StoredKey};
 use oxigram_mtproto::transport::Kind;
 use oxigram_mtproto::{AuthKey, ServerKey};
 use oxigram_tl::{Identifiable, Serializable, enums, functions, types};
@@ -15,8 +23,27 @@ use tokio::net::{TcpListener, TcpStream};
 
 struct Memory {
     key: ServerKey,
-    keys: Mutex<HashMap<i64, AuthKey>>,
-    binds: Mutex<Vec<(i64, i64)>>,
+    /// Every key made, expired ones too (the server must refuse those itself).
+    keys: Mutex<HashMap<i64, StoredKey>>,
+    /// Temporary key → the permanent key it acts for.
+    binds: Mutex<HashMap<i64, i64>>,
+    /// `help.getInviteText` is slow: each call waits for a permit, and is counted.
+    gate: tokio::sync::Semaphore,
+    slow_calls: AtomicUsize,
+}
+
+impl Memory {
+    fn binds(&self) -> HashMap<i64, i64> {
+        self.binds.lock().map(|b| b.clone()).unwrap_or_default()
+    }
+
+    /// The key a call over `auth_key_id` acts as.
+    fn acting(&self, auth_key_id: i64) -> i64 {
+        self.binds()
+            .get(&auth_key_id)
+            .copied()
+            .unwrap_or(auth_key_id)
+    }
 }
 
 impl Backend for Memory {
@@ -24,28 +51,59 @@ impl Backend for Memory {
         &self.key
     }
 
-    async fn find_key(&self, auth_key_id: i64) -> Option<AuthKey> {
+    async fn find_key(&self, auth_key_id: i64) -> Option<StoredKey> {
         self.keys.lock().ok()?.get(&auth_key_id).cloned()
     }
 
     async fn save_key(&self, key: &NewKey) -> Result<(), String> {
-        self.keys
-            .lock()
-            .map_err(|e| e.to_string())?
-            .insert(key.key.id(), key.key.clone());
+        self.keys.lock().map_err(|e| e.to_string())?.insert(
+            key.key.id(),
+            StoredKey {
+                key: key.key.clone(),
+                expires_at: key.expires_at,
+            },
+        );
         Ok(())
     }
 
-    async fn bind_temp_key(&self, temp: i64, perm: i64, _expires_at: i32) -> Result<(), RpcError> {
-        self.binds
-            .lock()
-            .map_err(|_| RpcError::new(500, "INTERNAL"))?
-            .push((temp, perm));
+    async fn bind_temp_key(&self, temp: i64, perm: i64, expires_at: i32) -> Result<(), RpcError> {
+        fn internal<T>(_: T) -> RpcError {
+            RpcError::new(500, "INTERNAL")
+        }
+        let mut binds = self.binds.lock().map_err(internal)?;
+        if binds.get(&temp).is_some_and(|bound| *bound != perm) {
+            return Err(RpcError::new(400, "TEMP_AUTH_KEY_ALREADY_BOUND"));
+        }
+        // One temporary key per permanent key: a new binding replaces the previous one.
+        binds.retain(|_, bound| *bound != perm);
+        binds.insert(temp, perm);
+        if let Some(stored) = self.keys.lock().map_err(internal)?.get_mut(&temp) {
+            let until = i64::from(expires_at);
+            stored.expires_at = Some(stored.expires_at.map_or(until, |at| at.min(until)));
+        }
         Ok(())
     }
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
         match oxigram_tl::constructor_id(&query) {
+            Some(functions::help::GetInviteText::CONSTRUCTOR_ID) => {
+                self.slow_calls.fetch_add(1, Ordering::SeqCst);
+                // One permit lets one call finish.
+                if let Ok(permit) = self.gate.acquire().await {
+                    permit.forget();
+                }
+                Ok(enums::help::InviteText::Text(types::help::InviteText {
+                    message: "slow".into(),
+                })
+                .to_bytes())
+            }
+            // Who the caller is: the key its calls act as, in decimal.
+            Some(functions::help::GetSupportName::CONSTRUCTOR_ID) => {
+                Ok(enums::help::SupportName::Name(types::help::SupportName {
+                    name: self.acting(call.auth_key_id).to_string(),
+                })
+                .to_bytes())
+            }
             Some(functions::help::GetNearestDc::CONSTRUCTOR_ID) => {
                 // A push before the answer, as live updates would arrive.
                 let _ = call.push.send(Outgoing {
@@ -65,10 +123,17 @@ impl Backend for Memory {
 }
 
 async fn start() -> (String, Arc<Memory>) {
+    start_with(Arc::new(Parked::default())).await
+}
+
+/// A server whose sessions live in `parked`.
+async fn start_with(parked: Arc<Parked>) -> (String, Arc<Memory>) {
     let backend = Arc::new(Memory {
         key: ServerKey::generate().unwrap_or_else(|e| panic!("{e}")),
         keys: Mutex::default(),
         binds: Mutex::default(),
+        gate: tokio::sync::Semaphore::new(0),
+        slow_calls: AtomicUsize::new(0),
     });
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -77,7 +142,11 @@ async fn start() -> (String, Arc<Memory>) {
         .local_addr()
         .unwrap_or_else(|e| panic!("{e}"))
         .to_string();
-    tokio::spawn(oxigram_mtproto::server::serve(listener, backend.clone()));
+    tokio::spawn(oxigram_mtproto::server::serve_with(
+        listener,
+        backend.clone(),
+        parked,
+    ));
     (addr, backend)
 }
 
