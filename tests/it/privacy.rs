@@ -1179,18 +1179,26 @@ async fn a_burst_of_profile_changes_reaches_a_viewer_as_few_pushes() -> anyhow::
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     const CHANGES: usize = 10;
+    // The gateway's coalescing window for profile pushes.
+    const WINDOW: Duration = Duration::from_secs(1);
+    let burst_started = std::time::Instant::now();
     for i in 0..CHANGES {
         olga.update_username(&format!("olga_burst_{i}")).await?;
     }
+    let burst = burst_started.elapsed();
     let last = format!("olga_burst_{}", CHANGES - 1);
     // Every push of the burst arrives within the coalescing window and a margin.
     let mut pushes = Vec::new();
     while let Some(user) = next_user(&mut stream, olga_id, Duration::from_secs(3)).await {
         pushes.push(user.username);
     }
+    // The first change at once, then at most one push a window while the burst lasts (one
+    // more in all on a quiet machine, where ten changes take well under a window), and the
+    // last at its end: always fewer than the changes.
+    let most = (2 + (burst.as_secs_f64() / WINDOW.as_secs_f64()) as usize).min(CHANGES - 1);
     assert!(
-        (1..=2).contains(&pushes.len()),
-        "{CHANGES} changes made {} pushes: {pushes:?}",
+        (1..=most).contains(&pushes.len()),
+        "{CHANGES} changes in {burst:?} made {} pushes: {pushes:?}",
         pushes.len()
     );
     assert_eq!(pushes.last(), Some(&last), "the latest state wins");
