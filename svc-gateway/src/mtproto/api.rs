@@ -347,23 +347,10 @@ pub async fn answer(
             Ok(true.to_bytes())
         }
         functions::auth::ResetAuthorizations::CONSTRUCTOR_ID => {
-            // Every other device of the account, as the gRPC door ends them one by one.
-            let auth = AuthApi(gateway.clone());
-            let listed = auth
-                .get_authorizations(request(header, api::GetAuthorizationsRequest {})?)
-                .await
-                .map_err(status)?
-                .into_inner();
-            for other in listed.authorizations.iter().filter(|a| !a.current) {
-                auth.reset_authorization(request(
-                    header,
-                    api::ResetAuthorizationRequest {
-                        auth_key_id: other.auth_key_id,
-                    },
-                )?)
+            AuthApi(gateway.clone())
+                .reset_authorizations(request(header, api::ResetAuthorizationsRequest {})?)
                 .await
                 .map_err(status)?;
-            }
             Ok(true.to_bytes())
         }
         functions::updates::GetState::CONSTRUCTOR_ID => {
