@@ -5,7 +5,7 @@
 //! parts, are sent as documents and photos and come down only to the readers of their message,
 //! within Telegram's download windows; a missing part is named by its number, albums arrive
 //! grouped or not at all, and files are sent again by id; contacts are listed with Telegram's
-//! hash.
+//! hash. `help.getConfig` names the configured public address, not the one the door binds.
 
 use std::process::Command;
 
@@ -166,6 +166,34 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
     );
     let enums::NearestDc::Dc(dc) = client.invoke(&functions::help::GetNearestDc {}).await?;
     assert_eq!(dc.this_dc, 1);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_get_config_names_the_public_address_not_every_interface() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    let server = ServerKey::generate()?;
+    let pem = ground.dir.join("mtproto_rsa.pem");
+    std::fs::write(&pem, server.private_pem()?)?;
+    let port = free_port()?;
+    // Bound on every interface, as a server behind a load balancer is.
+    config.mtproto.listen = Some(([0, 0, 0, 0], port).into());
+    config.mtproto.rsa_key_file = Some(pem.display().to_string());
+    config.mtproto.public_host = Some("198.51.100.7".into());
+    config.mtproto.public_port = Some(443);
+    let _system = System::start_with(config, ground, Mode::OneProcess).await?;
+
+    let mut client = connect(&server, port).await?;
+    let enums::Config::Config(told) = client.invoke(&functions::help::GetConfig {}).await?;
+    let options: Vec<(String, i32, bool)> = told
+        .dc_options
+        .iter()
+        .map(|o| match o {
+            enums::DcOption::Option(o) => (o.ip_address.clone(), o.port, o.ipv6),
+        })
+        .collect();
+    assert_eq!(options, vec![("198.51.100.7".to_owned(), 443, false)]);
+    assert_eq!(told.this_dc, 1);
     Ok(())
 }
 
