@@ -26,6 +26,7 @@ mod message_forward;
 mod metrics;
 mod migrate;
 mod mtproto;
+mod mtproto_oxictl;
 mod mtproto_sessions;
 mod outbox_recovery;
 mod oxictl_files;
