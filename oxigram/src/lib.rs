@@ -168,7 +168,13 @@ pub async fn up(
     }
     if let (Some(listen), Some(key)) = (config.mtproto.listen, &config.mtproto.rsa_key_file) {
         let fingerprint = svc_gateway::mtproto::load_key(key)?.fingerprint();
-        println!("mtproto: {listen} (RSA key {key}, fingerprint {fingerprint})");
+        // The door would refuse to open on an address clients cannot be told: say so now.
+        let at = svc_gateway::mtproto::advertised(&config.mtproto, listen)
+            .map_err(anyhow::Error::msg)?;
+        println!(
+            "mtproto: {listen}, clients connect to {}:{} (RSA key {key}, fingerprint {fingerprint})",
+            at.host, at.port
+        );
     }
     let config = Arc::new(config);
     let gateway = config.services.gateway.endpoint.clone();

@@ -251,6 +251,20 @@ pub async fn unbind_if_owned(
         == 1)
 }
 
+/// Unbinds every auth key signed in to `user_id` but `keep`; the keys unbound (index
+/// auth_keys_user).
+pub async fn unbind_others(
+    pool: &PgPool,
+    user_id: i64,
+    keep: i64,
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar(include_str!("../sql/unbind_others.sql"))
+        .bind(user_id)
+        .bind(keep)
+        .fetch_all(pool)
+        .await
+}
+
 /// The user each of these auth keys is bound to now (primary key of auth_keys).
 pub async fn bindings(
     pool: &PgPool,

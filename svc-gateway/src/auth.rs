@@ -10,8 +10,8 @@ use oxigram_limiter::Rule;
 use oxigram_proto::api::v1::{
     Authorization, AuthorizationInfo, Authorizations, CreateAuthKeyRequest, CreateAuthKeyResponse,
     GetAuthorizationsRequest, LogOutRequest, LogOutResponse, ResetAuthorizationRequest,
-    ResetAuthorizationResponse, SendCodeRequest, SendCodeResponse, SignInRequest, SignUpRequest,
-    auth_server::Auth,
+    ResetAuthorizationResponse, ResetAuthorizationsRequest, ResetAuthorizationsResponse,
+    SendCodeRequest, SendCodeResponse, SignInRequest, SignUpRequest, auth_server::Auth,
 };
 use rand::Rng;
 use sha2::{Digest, Sha256};
@@ -343,8 +343,7 @@ impl Auth for AuthApi {
         accounts::bind_auth_key(&self.0.pool, me.auth_key_id, None)
             .await
             .map_err(Error::from)?;
-        self.0.caches.forget_auth_key(me.auth_key_id);
-        self.0.hub.disconnect_device(me.auth_key_id);
+        self.0.signed_out(me.auth_key_id);
         Ok(Response::new(LogOutResponse {}))
     }
 
@@ -388,9 +387,34 @@ impl Auth for AuthApi {
                 Error::new(ErrorCode::HashInvalid, "no such device of this account").into(),
             );
         }
-        // Streams on this instance end now; those on other instances at their next check.
-        self.0.caches.forget_auth_key(target);
-        self.0.hub.disconnect_device(target);
+        self.0.signed_out(target);
         Ok(Response::new(ResetAuthorizationResponse {}))
+    }
+
+    async fn reset_authorizations(
+        &self,
+        request: Request<ResetAuthorizationsRequest>,
+    ) -> Result<Response<ResetAuthorizationsResponse>, Status> {
+        let (me, _) = self.0.signed_in(request).await?;
+        // One statement, so a device cannot stay signed in by racing a list and its resets.
+        let ended = accounts::unbind_others(&self.0.pool, me.user_id, me.auth_key_id)
+            .await
+            .map_err(Error::from)?;
+        for key in &ended {
+            self.0.signed_out(*key);
+        }
+        Ok(Response::new(ResetAuthorizationsResponse {
+            signed_out: i32::try_from(ended.len()).unwrap_or(i32::MAX),
+        }))
+    }
+}
+
+impl Gateway {
+    /// A key was signed out (logged out or reset): it is read from Postgres again at its next
+    /// call, and its streams on this instance end now (those on other instances at their next
+    /// check of the streams' keys).
+    fn signed_out(&self, auth_key_id: i64) {
+        self.caches.forget_auth_key(auth_key_id);
+        self.hub.disconnect_device(auth_key_id);
     }
 }

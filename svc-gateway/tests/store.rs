@@ -199,6 +199,48 @@ async fn authorizations_list_and_sign_out_only_the_owners_devices() -> anyhow::R
 }
 
 #[tokio::test]
+async fn every_other_device_of_a_user_is_signed_out_at_once() -> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.pool;
+    let alice = accounts::insert_user(pool, "+100", "Alice")
+        .await?
+        .context("a new phone")?;
+    let bob = accounts::insert_user(pool, "+200", "Bob")
+        .await?
+        .context("a new phone")?;
+    let devices = [
+        (1, Some(alice.id)),
+        (2, Some(alice.id)),
+        (3, Some(alice.id)),
+        (4, Some(bob.id)),
+        (5, None),
+    ];
+    for (key, user) in devices {
+        assert!(accounts::insert_auth_key(pool, key, b"h", "device").await?);
+        accounts::bind_auth_key(pool, key, user).await?;
+    }
+
+    let mut ended = accounts::unbind_others(pool, alice.id, 2).await?;
+    ended.sort_unstable();
+    assert_eq!(ended, vec![1, 3]);
+    // Again: nothing left to end but the kept key, which stays.
+    assert!(accounts::unbind_others(pool, alice.id, 2).await?.is_empty());
+    let mut bound = accounts::bindings(pool, &[1, 2, 3, 4, 5]).await?;
+    bound.sort_unstable();
+    assert_eq!(
+        bound,
+        vec![
+            (1, None),
+            (2, Some(alice.id)),
+            (3, None),
+            (4, Some(bob.id)),
+            (5, None)
+        ]
+    );
+    Ok(())
+}
+
+#[tokio::test]
 async fn acknowledged_pts_only_moves_forward_per_device_and_user() -> anyhow::Result<()> {
     let db = schema().await?;
     let pool = &db.pool;

@@ -27,6 +27,8 @@ mod message_forward;
 mod metrics;
 mod migrate;
 mod mtproto;
+mod mtproto_oxictl;
+mod mtproto_sessions;
 mod outbox_recovery;
 mod oxictl_files;
 mod peers;

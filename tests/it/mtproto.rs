@@ -5,7 +5,7 @@
 //! parts, are sent as documents and photos and come down only to the readers of their message,
 //! within Telegram's download windows; a missing part is named by its number, albums arrive
 //! grouped or not at all, and files are sent again by id; contacts are listed with Telegram's
-//! hash.
+//! hash. `help.getConfig` names the configured public address, not the one the door binds.
 
 use std::process::Command;
 
@@ -169,8 +169,36 @@ async fn an_mtproto_key_is_an_auth_key_of_the_accounts() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_get_config_names_the_public_address_not_every_interface() -> anyhow::Result<()> {
+    let (mut config, ground) = System::config().await?;
+    let server = ServerKey::generate()?;
+    let pem = ground.dir.join("mtproto_rsa.pem");
+    std::fs::write(&pem, server.private_pem()?)?;
+    let port = free_port()?;
+    // Bound on every interface, as a server behind a load balancer is.
+    config.mtproto.listen = Some(([0, 0, 0, 0], port).into());
+    config.mtproto.rsa_key_file = Some(pem.display().to_string());
+    config.mtproto.public_host = Some("198.51.100.7".into());
+    config.mtproto.public_port = Some(443);
+    let _system = System::start_with(config, ground, Mode::OneProcess).await?;
+
+    let mut client = connect(&server, port).await?;
+    let enums::Config::Config(told) = client.invoke(&functions::help::GetConfig {}).await?;
+    let options: Vec<(String, i32, bool)> = told
+        .dc_options
+        .iter()
+        .map(|o| match o {
+            enums::DcOption::Option(o) => (o.ip_address.clone(), o.port, o.ipv6),
+        })
+        .collect();
+    assert_eq!(options, vec![("198.51.100.7".to_owned(), 443, false)]);
+    assert_eq!(told.this_dc, 1);
+    Ok(())
+}
+
 /// The venv python of Telethon 1.45 (installed on first use) and the repository root.
-fn telethon() -> anyhow::Result<(String, std::path::PathBuf)> {
+pub(crate) fn telethon() -> anyhow::Result<(String, std::path::PathBuf)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let install = Command::new("bash")
         .arg(root.join("scripts/install-telethon.sh"))
@@ -189,6 +217,85 @@ fn public_pem_file(key: &ServerKey) -> anyhow::Result<std::path::PathBuf> {
     let pem = std::env::temp_dir().join(oxigram_tests::unique_name("mtproto-pub"));
     std::fs::write(&pem, key.public_pem()?)?;
     Ok(pem)
+}
+
+/// A Telethon script of tests/telethon running beside the test, which reads the JSON lines the
+/// script prints as it goes (and acts between them).
+pub(crate) struct Telethon {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    pem: std::path::PathBuf,
+}
+
+impl Telethon {
+    /// Starts `script` with the server's public key and the door's port, then `args`.
+    pub(crate) fn spawn(
+        key: &ServerKey,
+        port: u16,
+        script: &str,
+        args: &[&str],
+    ) -> anyhow::Result<Self> {
+        use tokio::io::AsyncBufReadExt;
+
+        let (python, root) = telethon()?;
+        let pem = public_pem_file(key)?;
+        let mut child = tokio::process::Command::new(&python)
+            .arg(root.join("tests/telethon").join(script))
+            .arg(&pem)
+            .arg(port.to_string())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let lines = tokio::io::BufReader::new(stdout).lines();
+        Ok(Self { child, lines, pem })
+    }
+
+    /// The script's next stdout line as JSON, within 120 s; `what` says what it tells.
+    pub(crate) async fn next(&mut self, what: &str) -> anyhow::Result<serde_json::Value> {
+        let within = std::time::Duration::from_secs(120);
+        let line = tokio::time::timeout(within, self.lines.next_line())
+            .await
+            .with_context(|| format!("Telethon never told {what}"))??;
+        match line {
+            Some(line) => serde_json::from_str(&line)
+                .with_context(|| format!("Telethon told {what} as {line:?}")),
+            None => anyhow::bail!(
+                "Telethon ended before it told {what}: {}",
+                self.stderr().await
+            ),
+        }
+    }
+
+    /// Waits for the script to exit, which must be a success.
+    pub(crate) async fn finish(mut self) -> anyhow::Result<()> {
+        let within = std::time::Duration::from_secs(60);
+        let status = tokio::time::timeout(within, self.child.wait())
+            .await
+            .context("Telethon never exited")??;
+        anyhow::ensure!(status.success(), "Telethon failed: {}", self.stderr().await);
+        Ok(())
+    }
+
+    /// What the script wrote to stderr (once it has closed it).
+    async fn stderr(&mut self) -> String {
+        use tokio::io::AsyncReadExt;
+
+        let mut text = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            let read = stderr.read_to_string(&mut text);
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), read).await;
+        }
+        text
+    }
+}
+
+impl Drop for Telethon {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.pem);
+    }
 }
 
 /// Runs a Telethon script of tests/telethon to its end; its last stdout line is JSON.
@@ -379,32 +486,18 @@ async fn stock_telethon_sends_and_downloads_files_and_lists_contacts() -> anyhow
 
 #[tokio::test]
 async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
-    use tokio::io::AsyncBufReadExt;
-
     let (system, key, port) = system_with_door().await?;
     let mut gina = system.device().await?;
     gina.sign_up("15550401", "Gina").await?;
     let mut gina_stream = gina.stream(0).await?;
 
-    let (python, root) = telethon()?;
-    let pem = public_pem_file(&key)?;
-    let mut script = tokio::process::Command::new(&python)
-        .arg(root.join("tests/telethon/with_grpc.py"))
-        .arg(&pem)
-        .arg(port.to_string())
-        .args(["+15550402", LOGIN_CODE, "+15550401"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdout = script.stdout.take().context("no stdout")?;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
-    let within = std::time::Duration::from_secs(120);
-    let ready = tokio::time::timeout(within, lines.next_line())
-        .await
-        .context("Telethon never got ready")??
-        .context("Telethon ended early")?;
-    let ready: serde_json::Value = serde_json::from_str(&ready)?;
+    let mut script = Telethon::spawn(
+        &key,
+        port,
+        "with_grpc.py",
+        &["+15550402", LOGIN_CODE, "+15550401"],
+    )?;
+    let ready = script.next("it is ready").await?;
     let tom = ready["ready"].as_i64().context("no Telethon user id")?;
     assert_eq!(ready["peer"].as_i64(), Some(gina.user_id()?));
 
@@ -451,14 +544,8 @@ async fn a_telethon_user_chats_with_a_grpc_user() -> anyhow::Result<()> {
         })
         .await?;
 
-    let done = tokio::time::timeout(within, lines.next_line())
-        .await
-        .context("Telethon never finished")??;
-    let status = script.wait().await?;
-    let _ = std::fs::remove_file(&pem);
-    let done = done.context("Telethon printed no result")?;
-    anyhow::ensure!(status.success(), "Telethon failed: {done}");
-    let seen: serde_json::Value = serde_json::from_str(&done)?;
+    let seen = script.next("what it saw").await?;
+    script.finish().await?;
     assert_eq!(
         seen["got"],
         serde_json::json!(["from grpc", "a file from grpc"])

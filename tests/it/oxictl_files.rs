@@ -4,13 +4,13 @@
 //! with a clear message.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 use oxigram_tests::{LOGIN_CODE, Mode, System, oxictl_command};
 use rand::{RngCore, SeedableRng};
 
 /// The devices' files of one test, and the gateway they talk to.
-struct Shell {
+pub(crate) struct Shell {
     gateway: String,
     state_dir: PathBuf,
     /// Where oxictl runs: where a download without `-o` lands.
@@ -18,7 +18,7 @@ struct Shell {
 }
 
 impl Shell {
-    fn new(system: &System) -> Self {
+    pub(crate) fn new(system: &System) -> Self {
         Self {
             gateway: system.gateway(),
             state_dir: system.dir.join("oxictl"),
@@ -26,21 +26,27 @@ impl Shell {
         }
     }
 
-    /// Runs `oxictl --device <device> <args…>`.
-    fn run(&self, device: &str, args: &[&str]) -> anyhow::Result<Output> {
-        Ok(oxictl_command()?
+    /// `oxictl --device <device> <args…>`, to run.
+    pub(crate) fn command(&self, device: &str, args: &[&str]) -> anyhow::Result<Command> {
+        let mut command = oxictl_command()?;
+        command
             .current_dir(&self.cwd)
             .arg("--gateway")
             .arg(&self.gateway)
             .arg("--state-dir")
             .arg(&self.state_dir)
             .args(["--device", device])
-            .args(args)
-            .output()?)
+            .args(args);
+        Ok(command)
+    }
+
+    /// Runs `oxictl --device <device> <args…>`.
+    fn run(&self, device: &str, args: &[&str]) -> anyhow::Result<Output> {
+        Ok(self.command(device, args)?.output()?)
     }
 
     /// The same, which must succeed: its stdout.
-    fn ok(&self, device: &str, args: &[&str]) -> anyhow::Result<String> {
+    pub(crate) fn ok(&self, device: &str, args: &[&str]) -> anyhow::Result<String> {
         let output = self.run(device, args)?;
         anyhow::ensure!(
             output.status.success(),
@@ -61,16 +67,22 @@ impl Shell {
         Ok(text(&output.stderr))
     }
 
-    /// A new device signed up as a user with this phone.
-    fn sign_up(&self, device: &str, phone: &str, name: &str) -> anyhow::Result<()> {
+    /// A new device signed up as a user with this phone (or signed in, when the phone has an
+    /// account): the user's id.
+    pub(crate) fn sign_up(&self, device: &str, phone: &str, name: &str) -> anyhow::Result<i64> {
         self.ok(device, &["keygen"])?;
-        self.ok(
+        let signed = self.ok(
             device,
             &[
                 "login", "--phone", phone, "--code", LOGIN_CODE, "--name", name,
             ],
         )?;
-        Ok(())
+        signed
+            .lines()
+            .find_map(|l| l.strip_prefix("signed in as user "))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|id| id.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("no user id in {signed:?}"))
     }
 }
 

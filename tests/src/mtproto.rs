@@ -1,19 +1,15 @@
 //! What the MTProto suites and the door's bench ask of a signed-out MTProto client: a sign-up
-//! of a new phone with the harness's login code, a plain text send, and files: an upload in
-//! parts, a document sent, and a download in `upload.getFile` chunks.
+//! of a new phone or a sign-in to an existing account with the harness's login code, a plain
+//! text send, and files: an upload in parts, a document sent, and a download in
+//! `upload.getFile` chunks.
 
 use oxigram_mtproto::client::{Client, ClientError};
 use oxigram_tl::{enums, functions, types};
 
 use crate::LOGIN_CODE;
 
-/// Signs `client` up as a new account for `phone` (sendCode, signIn answering that a sign-up
-/// is needed, signUp) and returns the new self user.
-pub async fn sign_up(
-    client: &mut Client,
-    phone: &str,
-    first_name: &str,
-) -> anyhow::Result<types::User> {
+/// `auth.sendCode` for `phone`: the phone_code_hash of the code it sent.
+async fn send_code(client: &mut Client, phone: &str) -> anyhow::Result<String> {
     let enums::auth::SentCode::Code(sent) = client
         .invoke(&functions::auth::SendCode {
             phone_number: phone.into(),
@@ -35,10 +31,21 @@ pub async fn sign_up(
     else {
         anyhow::bail!("no code sent");
     };
+    Ok(sent.phone_code_hash)
+}
+
+/// Signs `client` up as a new account for `phone` (sendCode, signIn answering that a sign-up
+/// is needed, signUp) and returns the new self user.
+pub async fn sign_up(
+    client: &mut Client,
+    phone: &str,
+    first_name: &str,
+) -> anyhow::Result<types::User> {
+    let phone_code_hash = send_code(client, phone).await?;
     let signed_in = client
         .invoke(&functions::auth::SignIn {
             phone_number: phone.into(),
-            phone_code_hash: sent.phone_code_hash.clone(),
+            phone_code_hash: phone_code_hash.clone(),
             phone_code: Some(LOGIN_CODE.into()),
             email_verification: None,
         })
@@ -51,13 +58,34 @@ pub async fn sign_up(
         .invoke(&functions::auth::SignUp {
             no_joined_notifications: false,
             phone_number: phone.into(),
-            phone_code_hash: sent.phone_code_hash,
+            phone_code_hash,
             first_name: first_name.into(),
             last_name: String::new(),
         })
         .await?
     else {
         anyhow::bail!("sign-up did not authorize");
+    };
+    let enums::User::User(user) = done.user else {
+        anyhow::bail!("empty user");
+    };
+    Ok(user)
+}
+
+/// Signs `client` in to the existing account of `phone` (sendCode, signIn) and returns the
+/// self user.
+pub async fn sign_in(client: &mut Client, phone: &str) -> anyhow::Result<types::User> {
+    let phone_code_hash = send_code(client, phone).await?;
+    let signed_in = client
+        .invoke(&functions::auth::SignIn {
+            phone_number: phone.into(),
+            phone_code_hash,
+            phone_code: Some(LOGIN_CODE.into()),
+            email_verification: None,
+        })
+        .await?;
+    let enums::auth::Authorization::Authorization(done) = signed_in else {
+        anyhow::bail!("{phone} has no account to sign in to: {signed_in:?}");
     };
     let enums::User::User(user) = done.user else {
         anyhow::bail!("empty user");

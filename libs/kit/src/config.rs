@@ -372,6 +372,12 @@ pub struct MtprotoConfig {
     /// The server's 2048-bit RSA private key (PKCS#1 or PKCS#8 PEM). Clients are given the
     /// public half; `oxigram up` creates one in its data folder.
     pub rsa_key_file: Option<String>,
+    /// The host clients are told to connect to (the address of this DC in `help.getConfig`):
+    /// where they reach the door, such as a load balancer's address. Unset: the listen
+    /// address, which then must name one interface.
+    pub public_host: Option<String>,
+    /// The port clients are told to connect to; unset: the listen port.
+    pub public_port: Option<u16>,
 }
 
 /// Default of [`BalancingConfig::endpoint_refresh_ms`].

@@ -4,8 +4,7 @@
 //! `updates`). A method not mapped here answers `rpc_error` 400
 //! `METHOD_NOT_SUPPORTED`, on a connection that stays open.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use oxigram_mtproto::session::{Call, RpcError};
@@ -17,7 +16,7 @@ use oxigram_tl::{Cursor, Deserializable, Identifiable, Serializable, enums, func
 use tonic::Request;
 use tonic::metadata::MetadataValue;
 
-use super::{convert, media, messages, updates};
+use super::{Door, convert, media, messages, updates};
 use crate::{
     AUTH_KEY_HEADER, Gateway, auth::AuthApi, contacts_api::ContactsApi, updates_api::UpdatesApi,
     users_api::UsersApi,
@@ -57,28 +56,23 @@ fn unix_now() -> i32 {
 
 /// Answers one API call (constructor id first) with a serialised TL object.
 ///
-/// `codes` keeps the login code of a sign-in that found no account, by its phone_code_hash:
+/// The door's `codes` keep the login code of a sign-in that found no account, by its phone_code_hash:
 /// Telegram's `auth.signUp` does not repeat the code, oxigram's SignUp checks it.
 pub async fn answer(
-    gateway: &Arc<Gateway>,
-    codes: &Mutex<HashMap<String, String>>,
-    uploads: &media::Uploads,
+    door: &Door,
     header: &str,
     call: &Call,
     query: &[u8],
 ) -> Result<Vec<u8>, RpcError> {
+    let (gateway, codes, uploads) = (&door.gateway, &door.codes, &door.uploads);
     let Some(id) = oxigram_tl::constructor_id(query) else {
         return Err(RpcError::new(400, "INPUT_METHOD_INVALID"));
     };
     let status = |s: tonic::Status| convert::rpc_error(&s);
     match id {
         functions::help::GetConfig::CONSTRUCTOR_ID => {
-            let listen = gateway.config.mtproto.listen;
-            let host = listen
-                .map(|a| a.ip().to_string())
-                .unwrap_or_else(|| "127.0.0.1".into());
-            let port = listen.map(|a| i32::from(a.port())).unwrap_or(0);
-            Ok(convert::config(unix_now(), &host, port).to_bytes())
+            let at = &door.advertised;
+            Ok(convert::config(unix_now(), &at.host, i32::from(at.port)).to_bytes())
         }
         functions::help::GetNearestDc::CONSTRUCTOR_ID => {
             Ok(enums::NearestDc::Dc(types::NearestDc {
@@ -347,23 +341,10 @@ pub async fn answer(
             Ok(true.to_bytes())
         }
         functions::auth::ResetAuthorizations::CONSTRUCTOR_ID => {
-            // Every other device of the account, as the gRPC door ends them one by one.
-            let auth = AuthApi(gateway.clone());
-            let listed = auth
-                .get_authorizations(request(header, api::GetAuthorizationsRequest {})?)
-                .await
-                .map_err(status)?
-                .into_inner();
-            for other in listed.authorizations.iter().filter(|a| !a.current) {
-                auth.reset_authorization(request(
-                    header,
-                    api::ResetAuthorizationRequest {
-                        auth_key_id: other.auth_key_id,
-                    },
-                )?)
+            AuthApi(gateway.clone())
+                .reset_authorizations(request(header, api::ResetAuthorizationsRequest {})?)
                 .await
                 .map_err(status)?;
-            }
             Ok(true.to_bytes())
         }
         functions::updates::GetState::CONSTRUCTOR_ID => {

@@ -116,7 +116,8 @@ pub fn user(user: &ox::User, is_self: bool) -> enums::User {
     })
 }
 
-/// The `config` clients ask for first: one DC (this door), Telegram's usual limits.
+/// The `config` clients ask for first: one DC (this door, at `host`, marked IPv6 when it is an
+/// IPv6 address, as clients pick an option by it), Telegram's usual limits.
 pub fn config(now: i32, host: &str, port: i32) -> enums::Config {
     enums::Config::Config(types::Config {
         default_p2p_contacts: false,
@@ -129,7 +130,7 @@ pub fn config(now: i32, host: &str, port: i32) -> enums::Config {
         test_mode: false,
         this_dc: 1,
         dc_options: vec![enums::DcOption::Option(types::DcOption {
-            ipv6: false,
+            ipv6: host.parse::<std::net::Ipv6Addr>().is_ok(),
             media_only: false,
             tcpo_only: false,
             cdn: false,
@@ -591,6 +592,28 @@ mod tests {
                 (number, name),
                 "{status:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_dc_option_is_marked_ipv6_only_for_an_ipv6_address() {
+        // host → (ip_address, ipv6) of the one DC option.
+        let cases = [
+            ("203.0.113.10", false),
+            ("2001:db8::7", true),
+            ("::1", true),
+            ("chat.example.org", false),
+        ];
+        for (host, ipv6) in cases {
+            let enums::Config::Config(config) = config(0, host, 443);
+            let options: Vec<(String, i32, bool)> = config
+                .dc_options
+                .iter()
+                .map(|o| match o {
+                    enums::DcOption::Option(o) => (o.ip_address.clone(), o.port, o.ipv6),
+                })
+                .collect();
+            assert_eq!(options, vec![(host.to_owned(), 443, ipv6)], "{host}");
         }
     }
 }

@@ -3,7 +3,9 @@
 //! auth key is a row of the gateway's auth_keys (see `keys`), so signing in, logging out and
 //! the authorizations list are the gRPC door's own; every call is answered by the same
 //! handlers as the gRPC API (`api`), translated to and from Telegram's TL types (`convert`).
+//! Clients are told to reconnect to the address `advertised` names.
 
+mod advertised;
 mod api;
 mod convert;
 mod entities;
@@ -29,6 +31,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Gateway;
 
+pub use advertised::{Advertised, advertised};
+
 /// The door's state: the gateway it calls and the server's RSA key.
 pub struct Door {
     gateway: Arc<Gateway>,
@@ -44,6 +48,8 @@ pub struct Door {
     described: Mutex<HashSet<i64>>,
     /// Uploads completed for media sends, for a send of the same file again.
     uploads: media::Uploads,
+    /// Where `help.getConfig` tells clients the door is.
+    advertised: Advertised,
 }
 
 impl Door {
@@ -140,15 +146,7 @@ impl Backend for Door {
         let header = self.header_for(call.auth_key_id).await?;
         self.describe(&call).await;
         let started = std::time::Instant::now();
-        let answer = api::answer(
-            &self.gateway,
-            &self.codes,
-            &self.uploads,
-            &header,
-            &call,
-            &query,
-        )
-        .await;
+        let answer = api::answer(self, &header, &call, &query).await;
         metrics::call(
             oxigram_tl::constructor_id(&query),
             &answer,
@@ -185,12 +183,20 @@ pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow
     };
     let path = config
         .rsa_key_file
+        .as_deref()
         .context("[mtproto] listen is set but rsa_key_file is not")?;
-    let key = load_key(&path)?;
+    let key = load_key(path)?;
+    let advertised = advertised(&config, listen).map_err(anyhow::Error::msg)?;
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("binding the MTProto door to {listen}"))?;
-    tracing::info!(%listen, fingerprint = key.fingerprint(), "MTProto door open");
+    tracing::info!(
+        %listen,
+        public_host = advertised.host,
+        public_port = advertised.port,
+        fingerprint = key.fingerprint(),
+        "MTProto door open"
+    );
     let door = Arc::new(Door {
         gateway,
         key,
@@ -199,6 +205,7 @@ pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow
         feeds: feed::Feeds::default(),
         described: Mutex::default(),
         uploads: media::Uploads::default(),
+        advertised,
     });
     tokio::select! {
         served = oxigram_mtproto::server::serve(listener, door) => served.context("MTProto door"),
