@@ -65,13 +65,22 @@ impl Leases {
         }
     }
 
-    /// `left` units of `key` spent in Redis under `terms` for this instance to grant until
-    /// `until`.
-    pub fn lease(&mut self, key: &str, left: u32, terms: Terms, until: Instant, now: Instant) {
+    /// `left` units of `key` spent in Redis under `terms` for this instance to grant, for as
+    /// long as the shared bucket takes to earn them back (`earned_in`). Checks of one key that
+    /// found no lease at once each bring one: their units add up rather than replace each
+    /// other, which would lose units already spent in Redis.
+    pub fn lease(&mut self, key: &str, left: u32, terms: Terms, earned_in: Duration, now: Instant) {
         if left == 0 {
-            self.keys.remove(key);
             return;
         }
+        let (left, until) = match self.keys.get(key) {
+            Some(Held {
+                terms: held_terms,
+                until,
+                what: What::Units { left: held },
+            }) if *held_terms == terms && *until > now => (held + left, *until + earned_in),
+            _ => (left, now + earned_in),
+        };
         let what = What::Units { left };
         self.keep(key, Held { terms, until, what }, now);
     }
@@ -111,17 +120,22 @@ mod tests {
     fn a_lease_grants_its_units_then_redis_decides_again() {
         let mut leases = Leases::default();
         let now = Instant::now();
-        let until = now + Duration::from_secs(6);
+        let six = Duration::from_secs(6);
+        let until = now + six;
         assert_eq!(leases.take("u", 1, TERMS, now), None, "nothing held");
-        leases.lease("u", 3, TERMS, until, now);
+        leases.lease("u", 3, TERMS, six, now);
         assert_eq!(leases.take("u", 2, TERMS, now), Some(Ok(())));
         assert_eq!(leases.take("u", 2, TERMS, now), None, "one left, two asked");
         assert_eq!(leases.take("u", 1, TERMS, now), Some(Ok(())));
         assert_eq!(leases.take("u", 1, TERMS, now), None, "used up");
-        leases.lease("u", 3, TERMS, until, now);
+        leases.lease("u", 3, TERMS, six, now);
         assert_eq!(leases.take("u", 1, TERMS, until), None, "expired");
         assert_eq!(leases.take("u", 1, TERMS, now), None, "and forgotten");
-        leases.lease("u", 3, TERMS, until, now);
+        // Two leases brought at once add up, and last as long as both take to earn back.
+        leases.lease("u", 3, TERMS, six, now);
+        leases.lease("u", 3, TERMS, six, now);
+        assert_eq!(leases.take("u", 6, TERMS, now + six), Some(Ok(())));
+        leases.lease("u", 3, TERMS, six, now);
         let lowered = (10, Duration::from_secs(60));
         assert_eq!(leases.take("u", 1, lowered, now), None, "the rule changed");
         assert_eq!(

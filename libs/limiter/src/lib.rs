@@ -144,10 +144,10 @@ impl Limiter {
             Ok((spent, _)) if spent >= units => {
                 inner.set_degraded(false);
                 let leased = spent - units;
-                let until = now + rule.period / limit * leased;
+                let earned_in = rule.period / limit * leased;
                 inner.with_buckets(rule, |b| {
                     let _ = b.seen.spend(key, units, rule.limit, rule.period, now);
-                    b.leases.lease(key, leased, terms, until, now);
+                    b.leases.lease(key, leased, terms, earned_in, now);
                 });
                 (Ok(()), "redis")
             }

@@ -146,3 +146,31 @@ async fn leases_never_take_instances_past_the_shared_limit() -> anyhow::Result<(
     assert!(a.check(&rule, "u").await.is_err() && b.check(&rule, "u").await.is_err());
     Ok(())
 }
+
+#[tokio::test]
+async fn concurrent_checks_of_one_key_lose_no_units() -> anyhow::Result<()> {
+    use futures::StreamExt;
+    let infra = infra().await?;
+    let prefix = format!("{}:", unique_name("limiter"));
+    let limiter = Limiter::new(
+        RedisHandle::new(&infra.redis_url, RedisBudget::default(), "test")?,
+        &prefix,
+        "test",
+        1,
+    );
+    // Sixteen checks at a time: many find no lease at once and each brings one back.
+    let rule = Rule {
+        name: "concurrent",
+        limit: 1_000,
+        period: Duration::from_secs(3600),
+    };
+    let granted = futures::stream::iter(0..1_000)
+        .map(|_| limiter.check(&rule, "u"))
+        .buffer_unordered(16)
+        .filter(|verdict| std::future::ready(verdict.is_ok()))
+        .count()
+        .await;
+    assert_eq!(granted, 1_000, "every unit of the limit granted");
+    assert!(limiter.check(&rule, "u").await.is_err());
+    Ok(())
+}
