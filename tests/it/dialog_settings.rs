@@ -5,7 +5,8 @@
 //! (`oxigram_client::Mirror`), built only from the updates it applies; at the end every
 //! device's copy equals what the server answers (`GetDialogs` of both folders, paged, and
 //! `GetDialogFilters`). Beside it: the refusals of every settings call as a table, the page
-//! hash and count, `GetPeerDialogs`, the draft (replying to a message of its dialog) a send clears on the other devices,
+//! hash and count (of a folder and of a filter), `GetPeerDialogs`, the most pinned dialogs of a
+//! folder, the draft (replying to a message of its dialog) a send clears on the other devices,
 //! the unread mark a read takes away, and the peer settings bar.
 
 use std::{
@@ -873,6 +874,63 @@ async fn pins_order_folders_and_the_unread_mark_on_the_api() -> anyhow::Result<(
     Ok(())
 }
 
+/// A folder pins at most `MAX_PINNED_DIALOGS` dialogs: on the client API the next pin is
+/// refused with `PINNED_DIALOGS_TOO_MUCH` and logs nothing; pinning one pinned already, or
+/// pinning in the other folder, is no pin too many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pin_past_the_most_a_folder_pins_is_refused_on_the_api() -> anyhow::Result<()> {
+    use futures::{StreamExt, TryStreamExt, stream};
+    let system = system().await?;
+    let [alice] = system.users([("15557701", "Alice")]).await?;
+    let me = alice.user_id()?;
+    // One peer more than a folder pins, and one for the archive; each writes to her.
+    let peers: Vec<i64> = stream::iter(0..MAX_PINNED_DIALOGS + 2)
+        .map(|i| {
+            let system = &system;
+            async move {
+                let mut peer = system.device().await?;
+                let id = peer.sign_up(&format!("1555771{i:04}"), "Peer").await?.id;
+                peer.send(me, 1, "hi").await?;
+                anyhow::Ok(id)
+            }
+        })
+        .buffered(8)
+        .try_collect()
+        .await?;
+    wait_dialogs(&alice, peers.len()).await?;
+    let (last, archived) = (peers[MAX_PINNED_DIALOGS], peers[MAX_PINNED_DIALOGS + 1]);
+    alice
+        .edit_peer_folders(vec![(InputPeer::user(archived), 1)])
+        .await?;
+    for peer in &peers[..MAX_PINNED_DIALOGS] {
+        alice
+            .toggle_dialog_pin(InputPeer::user(*peer), true)
+            .await?;
+    }
+    assert_eq!(pinned_peers(&alice, 0).await?.len(), MAX_PINNED_DIALOGS);
+    let before = alice.get_state().await?.pts;
+    let refused = alice
+        .toggle_dialog_pin(InputPeer::user(last), true)
+        .await
+        .map(|_| ())
+        .map_err(|e| code(&e));
+    assert_eq!(refused, Err("PINNED_DIALOGS_TOO_MUCH".to_owned()));
+    assert_eq!(alice.get_state().await?.pts, before, "nothing logged");
+    let pinned = pinned_peers(&alice, 0).await?;
+    assert_eq!(pinned.len(), MAX_PINNED_DIALOGS);
+    assert!(!pinned.contains(&last));
+    // A pinned one again, and a pin in the archive.
+    alice
+        .toggle_dialog_pin(InputPeer::user(peers[0]), true)
+        .await?;
+    alice
+        .toggle_dialog_pin(InputPeer::user(archived), true)
+        .await?;
+    assert_eq!(pinned_peers(&alice, 1).await?, [archived]);
+    assert_eq!(pinned_peers(&alice, 0).await?.len(), MAX_PINNED_DIALOGS);
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_hash_skips_an_unchanged_page_and_peer_dialogs_come_in_order() -> anyhow::Result<()>
 {
@@ -921,6 +979,36 @@ async fn a_page_hash_skips_an_unchanged_page_and_peer_dialogs_come_in_order() ->
         .await?;
     assert!(!changed.not_modified);
     assert_eq!(changed.dialogs.len(), 1);
+    // A filter's page too: asked again with its hash it is not sent, until something it
+    // shows changes.
+    let filter = DialogFilter {
+        id: 2,
+        title: "Both".into(),
+        include_peers: vec![Peer::user(b), Peer::user(c)],
+        ..Default::default()
+    };
+    alice.update_dialog_filter(2, Some(filter)).await?;
+    let filtered = |hash: i64| {
+        alice.get_dialogs(GetDialogsRequest {
+            filter_id: 2,
+            limit: 10,
+            hash,
+            ..Default::default()
+        })
+    };
+    let page = filtered(0).await?;
+    assert!(!page.not_modified);
+    assert_eq!((page.dialogs.len(), page.count), (2, 2));
+    assert_eq!(page.hash, oxigram_proto::dialogs_hash(&page.dialogs));
+    let again = filtered(page.hash).await?;
+    assert!(again.not_modified);
+    assert!(again.dialogs.is_empty() && again.messages.is_empty() && again.users.is_empty());
+    assert_eq!((again.count, again.hash), (2, page.hash));
+    alice.mark_dialog_unread(InputPeer::user(b), true).await?;
+    let changed = filtered(page.hash).await?;
+    assert!(!changed.not_modified);
+    assert_eq!(changed.dialogs.len(), 2);
+    assert_ne!(changed.hash, page.hash);
     // GetPeerDialogs: in the order asked, a peer without a dialog left out.
     let dave = system.device().await?;
     let mut dave = dave;
