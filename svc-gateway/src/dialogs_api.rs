@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use oxigram_errors::{Error, forward};
+use oxigram_errors::{Error, ErrorCode, forward, status};
 use oxigram_proto::{
     api::v1::{
         DialogFilters, DialogsSlice, EditPeerFoldersRequest, GetDialogFiltersRequest,
@@ -193,7 +193,29 @@ impl Dialogs for DialogsApi {
         &self,
         request: Request<SaveDraftRequest>,
     ) -> Result<Response<PtsUpdate>, Status> {
-        peer_setting!(self, request, dialogs_svc::SaveDraftRequest, save_draft)
+        let (me, request) = self.0.signed_in(request).await?;
+        let peer = self
+            .0
+            .existing_peer(me.user_id, request.peer.as_ref())
+            .await?;
+        // A draft's reply, like a send's, is a message of its dialog in the caller's box;
+        // svc-messages holds the boxes, so it is asked before svc-dialogs logs the draft (a
+        // negative id is svc-dialogs' to refuse).
+        if request.reply_to_msg_id > 0 {
+            let ids = GetMessagesRequest {
+                ids: vec![request.reply_to_msg_id],
+            };
+            let found = self.0.messages_by_ids(me.user_id, ids).await?;
+            if !found.iter().any(|m| m.peer_user() == peer) {
+                return Err(status(
+                    ErrorCode::MessageIdInvalid,
+                    "reply_to_msg_id names no message of this dialog",
+                ));
+            }
+        }
+        let request = dialogs_svc::SaveDraftRequest::acting(me, request);
+        let saved = self.0.dialogs.clone().save_draft(request).await;
+        saved.map_err(forward)
     }
 
     async fn get_peer_settings(

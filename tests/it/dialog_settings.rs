@@ -5,8 +5,9 @@
 //! (`oxigram_client::Mirror`), built only from the updates it applies; at the end every
 //! device's copy equals what the server answers (`GetDialogs` of both folders, paged, and
 //! `GetDialogFilters`). Beside it: the refusals of every settings call as a table, the page
-//! hash and count, `GetPeerDialogs`, the draft a send clears on the other devices, the unread
-//! mark a read takes away, and the peer settings bar.
+//! hash and count (of a folder and of a filter), `GetPeerDialogs`, the most pinned dialogs of a
+//! folder, the draft (replying to a message of its dialog) a send clears on the other devices,
+//! the unread mark a read takes away, and the peer settings bar.
 
 use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError},
@@ -359,9 +360,14 @@ struct Run {
     devices: Vec<Device>,
     /// The peers' devices and user ids.
     peers: Vec<(TestClient, i64)>,
+    /// The id, in the user's box, of each peer's first message to her: what her drafts reply
+    /// to.
+    hellos: Vec<i64>,
     random_id: i64,
     /// Operations the server refused as it should (a filter to delete that is gone, …).
     refused: u32,
+    /// Drafts saved with a reply.
+    replying_drafts: u32,
 }
 
 impl Run {
@@ -449,7 +455,14 @@ impl Run {
                 } else {
                     format!("draft {}", self.random_id)
                 };
+                // Every other draft replies to a message of its dialog.
+                let reply_to_msg_id = if !clear && self.random_id % 2 == 0 {
+                    self.hellos[peer]
+                } else {
+                    0
+                };
                 self.random_id += 1;
+                self.replying_drafts += u32::from(reply_to_msg_id > 0);
                 d.client
                     .save_draft(SaveDraftRequest {
                         peer: Some(self.peer(peer)),
@@ -464,7 +477,7 @@ impl Run {
                             }]
                         },
                         text,
-                        reply_to_msg_id: 0,
+                        reply_to_msg_id,
                     })
                     .await
             }
@@ -614,11 +627,23 @@ async fn settings_converge_on_three_devices_under_cut_streams_and_after_too_long
         peers.push((c, id));
     }
     wait_dialogs(&alice[0], peers.len()).await?;
+    let listed = server_folder(&alice[0], 0, 100).await?;
+    let hellos = peers
+        .iter()
+        .map(|(_, id)| {
+            let dialog = listed.iter().find(|d| d.peer_user() == *id);
+            dialog
+                .map(|d| d.top_message_id)
+                .context("a dialog with each")
+        })
+        .collect::<anyhow::Result<Vec<i64>>>()?;
     let mut run = Run {
         devices: alice.into_iter().map(Device::new).collect(),
         peers,
+        hellos,
         random_id: 100,
         refused: 0,
+        replying_drafts: 0,
     };
     for d in &mut run.devices {
         d.go_online().await?;
@@ -644,6 +669,7 @@ async fn settings_converge_on_three_devices_under_cut_streams_and_after_too_long
     );
     // The run did something of each.
     assert!(main.iter().chain(&archive).any(|d| d.pinned));
+    assert!(run.replying_drafts > 0, "no draft replied to a message");
     assert!(!archive.is_empty() || main.len() == run.peers.len());
 
     // Device 2 stays away while more than the log keeps happens, then catches up: too_long,
@@ -848,6 +874,63 @@ async fn pins_order_folders_and_the_unread_mark_on_the_api() -> anyhow::Result<(
     Ok(())
 }
 
+/// A folder pins at most `MAX_PINNED_DIALOGS` dialogs: on the client API the next pin is
+/// refused with `PINNED_DIALOGS_TOO_MUCH` and logs nothing; pinning one pinned already, or
+/// pinning in the other folder, is no pin too many.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pin_past_the_most_a_folder_pins_is_refused_on_the_api() -> anyhow::Result<()> {
+    use futures::{StreamExt, TryStreamExt, stream};
+    let system = system().await?;
+    let [alice] = system.users([("15557701", "Alice")]).await?;
+    let me = alice.user_id()?;
+    // One peer more than a folder pins, and one for the archive; each writes to her.
+    let peers: Vec<i64> = stream::iter(0..MAX_PINNED_DIALOGS + 2)
+        .map(|i| {
+            let system = &system;
+            async move {
+                let mut peer = system.device().await?;
+                let id = peer.sign_up(&format!("1555771{i:04}"), "Peer").await?.id;
+                peer.send(me, 1, "hi").await?;
+                anyhow::Ok(id)
+            }
+        })
+        .buffered(8)
+        .try_collect()
+        .await?;
+    wait_dialogs(&alice, peers.len()).await?;
+    let (last, archived) = (peers[MAX_PINNED_DIALOGS], peers[MAX_PINNED_DIALOGS + 1]);
+    alice
+        .edit_peer_folders(vec![(InputPeer::user(archived), 1)])
+        .await?;
+    for peer in &peers[..MAX_PINNED_DIALOGS] {
+        alice
+            .toggle_dialog_pin(InputPeer::user(*peer), true)
+            .await?;
+    }
+    assert_eq!(pinned_peers(&alice, 0).await?.len(), MAX_PINNED_DIALOGS);
+    let before = alice.get_state().await?.pts;
+    let refused = alice
+        .toggle_dialog_pin(InputPeer::user(last), true)
+        .await
+        .map(|_| ())
+        .map_err(|e| code(&e));
+    assert_eq!(refused, Err("PINNED_DIALOGS_TOO_MUCH".to_owned()));
+    assert_eq!(alice.get_state().await?.pts, before, "nothing logged");
+    let pinned = pinned_peers(&alice, 0).await?;
+    assert_eq!(pinned.len(), MAX_PINNED_DIALOGS);
+    assert!(!pinned.contains(&last));
+    // A pinned one again, and a pin in the archive.
+    alice
+        .toggle_dialog_pin(InputPeer::user(peers[0]), true)
+        .await?;
+    alice
+        .toggle_dialog_pin(InputPeer::user(archived), true)
+        .await?;
+    assert_eq!(pinned_peers(&alice, 1).await?, [archived]);
+    assert_eq!(pinned_peers(&alice, 0).await?.len(), MAX_PINNED_DIALOGS);
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_hash_skips_an_unchanged_page_and_peer_dialogs_come_in_order() -> anyhow::Result<()>
 {
@@ -896,6 +979,36 @@ async fn a_page_hash_skips_an_unchanged_page_and_peer_dialogs_come_in_order() ->
         .await?;
     assert!(!changed.not_modified);
     assert_eq!(changed.dialogs.len(), 1);
+    // A filter's page too: asked again with its hash it is not sent, until something it
+    // shows changes.
+    let filter = DialogFilter {
+        id: 2,
+        title: "Both".into(),
+        include_peers: vec![Peer::user(b), Peer::user(c)],
+        ..Default::default()
+    };
+    alice.update_dialog_filter(2, Some(filter)).await?;
+    let filtered = |hash: i64| {
+        alice.get_dialogs(GetDialogsRequest {
+            filter_id: 2,
+            limit: 10,
+            hash,
+            ..Default::default()
+        })
+    };
+    let page = filtered(0).await?;
+    assert!(!page.not_modified);
+    assert_eq!((page.dialogs.len(), page.count), (2, 2));
+    assert_eq!(page.hash, oxigram_proto::dialogs_hash(&page.dialogs));
+    let again = filtered(page.hash).await?;
+    assert!(again.not_modified);
+    assert!(again.dialogs.is_empty() && again.messages.is_empty() && again.users.is_empty());
+    assert_eq!((again.count, again.hash), (2, page.hash));
+    alice.mark_dialog_unread(InputPeer::user(b), true).await?;
+    let changed = filtered(page.hash).await?;
+    assert!(!changed.not_modified);
+    assert_eq!(changed.dialogs.len(), 2);
+    assert_ne!(changed.hash, page.hash);
     // GetPeerDialogs: in the order asked, a peer without a dialog left out.
     let dave = system.device().await?;
     let mut dave = dave;
@@ -918,14 +1031,26 @@ async fn a_page_hash_skips_an_unchanged_page_and_peer_dialogs_come_in_order() ->
 async fn a_draft_syncs_to_the_other_devices_and_a_send_clears_it() -> anyhow::Result<()> {
     let system = system().await?;
     let ([phone, laptop], me) = system.user_on_devices::<2>("15557401", "Alice").await?;
-    let [bob] = system.users([("15557402", "Bob")]).await?;
-    let b = bob.user_id()?;
+    let [bob, carol] = system
+        .users([("15557402", "Bob"), ("15557403", "Carol")])
+        .await?;
+    let (b, c) = (bob.user_id()?, carol.user_id()?);
     bob.send(me, 1, "hi").await?;
-    wait_dialogs(&phone, 1).await?;
+    carol.send(me, 1, "hello").await?;
+    wait_dialogs(&phone, 2).await?;
+    // Their messages' ids in Alice's box.
+    let listed = server_folder(&phone, 0, 10).await?;
+    let top_of = |peer: i64| {
+        let dialog = listed.iter().find(|x| x.peer_user() == peer);
+        dialog.map(|x| x.top_message_id).context("a dialog")
+    };
+    let (bobs_hi, carols_hello) = (top_of(b)?, top_of(c)?);
+    // The draft answers Bob's message.
     let saved = phone
         .save_draft(SaveDraftRequest {
             peer: Some(InputPeer::user(b)),
             text: "half a thought".into(),
+            reply_to_msg_id: bobs_hi,
             ..Default::default()
         })
         .await?;
@@ -937,20 +1062,39 @@ async fn a_draft_syncs_to_the_other_devices_and_a_send_clears_it() -> anyhow::Re
     };
     let seen = draft_on(server_folder(&laptop, 0, 10).await?).context("the laptop sees it")?;
     assert_eq!(
-        (seen.text.as_str(), seen.pts),
-        ("half a thought", saved.pts)
+        (seen.text.as_str(), seen.pts, seen.reply_to_msg_id),
+        ("half a thought", saved.pts, bobs_hi)
     );
+    // As a send's reply, a draft's names a message of its own dialog: not one of another
+    // dialog, not one the box does not hold. Nothing of a refused draft is logged.
+    let before = phone.get_state().await?.pts;
+    for (reply_to_msg_id, what) in [
+        (carols_hello, "a message of the dialog with Carol"),
+        (987_654, "no message at all"),
+    ] {
+        let refused = phone
+            .save_draft(SaveDraftRequest {
+                peer: Some(InputPeer::user(b)),
+                text: "another thought".into(),
+                reply_to_msg_id,
+                ..Default::default()
+            })
+            .await
+            .map(|_| ())
+            .map_err(|e| code(&e));
+        assert_eq!(refused, Err("MESSAGE_ID_INVALID".to_owned()), "{what}");
+    }
+    assert_eq!(phone.get_state().await?.pts, before);
     // The laptop's log holds it, then the phone sends: the draft-cleared update follows.
     let mut laptop_mirror = Mirror::new();
     let (slices, _) = laptop.full_difference(0).await?;
     for u in slices.iter().flat_map(|s| &s.updates) {
         laptop_mirror.apply(u);
     }
-    assert!(
-        laptop_mirror
-            .dialog(b)
-            .and_then(|d| d.draft.clone())
-            .is_some()
+    let synced = laptop_mirror.dialog(b).and_then(|d| d.draft.clone());
+    assert_eq!(
+        synced.map(|d| (d.text, d.reply_to_msg_id)),
+        Some(("half a thought".to_owned(), bobs_hi))
     );
     phone.send(b, 5, "the whole thought").await?;
     let cleared = eventually(
@@ -1328,6 +1472,21 @@ async fn bad_settings_are_refused_with_their_codes() -> anyhow::Result<()> {
                         peer: Some(InputPeer::user(b)),
                         text: "x".into(),
                         reply_to_msg_id: -1,
+                        ..Default::default()
+                    })
+                    .await,
+                )
+            }),
+            "MESSAGE_ID_INVALID",
+        ),
+        (
+            "a draft replying to no message",
+            Box::pin(async move {
+                unit(
+                    a.save_draft(SaveDraftRequest {
+                        peer: Some(InputPeer::user(b)),
+                        text: "x".into(),
+                        reply_to_msg_id: 987_654,
                         ..Default::default()
                     })
                     .await,
