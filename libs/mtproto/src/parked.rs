@@ -31,6 +31,10 @@ pub struct Answer {
     pub auth_key_id: i64,
     pub session_id: i64,
     pub body: Vec<u8>,
+    /// The backend refused the call because it no longer knows the key
+    /// ([`crate::session::RpcError::unknown_key`]): the connection that gets it closes with a
+    /// transport-level `-404` instead of sending `body`, and no later connection gets it.
+    pub unknown_key: bool,
 }
 
 /// Where a connection takes the answers of the sessions live on it.
@@ -141,6 +145,18 @@ impl Shared {
     /// next one.
     pub fn deliver(&self, answer: Answer) {
         let mut state = self.lock();
+        if answer.unknown_key {
+            // Never sent as an answer, so never kept: its call is over either way.
+            if let Some(req) = req_msg_id(&answer.body) {
+                state.running.remove(&req);
+            }
+            if let Some(to) = &state.answers
+                && to.send(answer).is_err()
+            {
+                state.answers = None;
+            }
+            return;
+        }
         let answer = match &state.answers {
             Some(to) => match to.send(answer) {
                 Ok(()) => return,

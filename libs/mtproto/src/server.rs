@@ -18,12 +18,9 @@ use crate::crypto::Direction;
 use crate::envelope::{Message, Plain, auth_key_id};
 use crate::handshake::{ServerHandshake, Step};
 use crate::parked::{Answer, AnswerSender, Parked};
-use crate::session::{Backend, Outgoing, Session, rpc_error, rpc_result};
+use crate::session::{Backend, Outgoing, Session, UNKNOWN_KEY_CODE, rpc_error, rpc_result};
 use crate::transport::{Detected, FrameError, Framing};
 
-/// The transport-level error a client gets for an auth key the server does not know: it
-/// makes a new key.
-const UNKNOWN_AUTH_KEY: i32 = -404;
 /// A connection that says nothing for this long is closed.
 const IDLE: Duration = Duration::from_secs(15 * 60);
 
@@ -189,7 +186,7 @@ async fn run<B: Backend>(
                             *session = Some(new_session(stored.key, None, stored.expires_at))
                         }
                         None => {
-                            framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                            framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
                             close_after_write = true;
                             break;
                         }
@@ -200,7 +197,7 @@ async fn run<B: Backend>(
                 };
                 // A temporary key that expired while its connection was open ends there too.
                 if current.expired(now) {
-                    framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                    framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
                     close_after_write = true;
                     break;
                 }
@@ -242,14 +239,15 @@ async fn run<B: Backend>(
                     let route = current.answer_route();
                     tokio::spawn(async move {
                         let (auth_key_id, session_id) = (call.auth_key_id, call.session_id);
-                        let reply = match backend.call(call, query).await {
-                            Ok(answer) => rpc_result(msg_id, &answer),
-                            Err(error) => rpc_error(msg_id, &error),
+                        let (reply, unknown_key) = match backend.call(call, query).await {
+                            Ok(answer) => (rpc_result(msg_id, &answer), false),
+                            Err(error) => (rpc_error(msg_id, &error), error.is_unknown_key()),
                         };
                         route.deliver(Answer {
                             auth_key_id,
                             session_id,
                             body: reply.body,
+                            unknown_key,
                         });
                     });
                 }
@@ -279,6 +277,14 @@ async fn run<B: Backend>(
                 while let Some(answer) = next {
                     match session.as_mut() {
                         Some(current) if current.serves(answer.auth_key_id, answer.session_id) => {
+                            // The backend no longer knows the key: the connection ends as it
+                            // does for any unknown key, and the answers left go to the session
+                            // (which its next connection, refused too, never gets).
+                            if answer.unknown_key {
+                                framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
+                                close_after_write = true;
+                                break;
+                            }
                             let reply = Outgoing { body: answer.body, content_related: true };
                             framing.encode(&current.seal(&reply), &mut out);
                         }

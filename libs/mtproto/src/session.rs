@@ -24,6 +24,10 @@ use crate::parked::{AnswerSender, Parked, Shared};
 use crate::rsa_key::ServerKey;
 use crate::wire::{self, Tail};
 
+/// The transport-level error a client gets for an auth key the server does not know: it
+/// makes a new key.
+pub const UNKNOWN_KEY_CODE: i32 = -404;
+
 /// An API call's failure as the client sees it: `rpc_error` with Telegram's code and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RpcError {
@@ -37,6 +41,19 @@ impl RpcError {
             code,
             message: message.into(),
         }
+    }
+
+    /// What a backend answers a call with when it no longer knows the call's auth key (a
+    /// temporary key replaced or ended since its connection found it). The client is not sent
+    /// an `rpc_error`: it hears what any unknown key gets, a transport-level `-404` that closes
+    /// the connection, and makes a new key, as it would on its next connection anyway.
+    pub fn unknown_key() -> RpcError {
+        RpcError::new(UNKNOWN_KEY_CODE, "AUTH_KEY_UNKNOWN")
+    }
+
+    /// See [`RpcError::unknown_key`].
+    pub fn is_unknown_key(&self) -> bool {
+        self.code == UNKNOWN_KEY_CODE
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -121,7 +138,8 @@ pub trait Backend: Send + Sync + 'static {
         expires_at: i32,
     ) -> impl Future<Output = Result<(), RpcError>> + Send;
     /// One API call (the unwrapped query, constructor id first); the answer is a serialised
-    /// TL object.
+    /// TL object. [`RpcError::unknown_key`] when the call's key is no longer known: the
+    /// connection then ends with a transport-level `-404`.
     fn call(
         &self,
         call: Call,
@@ -1223,6 +1241,7 @@ mod tests {
                 auth_key_id: key().id(),
                 session_id: 42,
                 body: rpc_result(req, &true.to_bytes()).body,
+                unknown_key: false,
             });
         }
         let mut answered_to = Vec::new();

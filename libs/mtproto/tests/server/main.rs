@@ -7,7 +7,7 @@ mod bad_msg;
 mod bind;
 mod reconnect;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +27,8 @@ struct Memory {
     keys: Mutex<HashMap<i64, StoredKey>>,
     /// Temporary key → the permanent key it acts for.
     binds: Mutex<HashMap<i64, i64>>,
+    /// Keys the backend no longer knows (see `forget`), although they are still in `keys`.
+    forgotten: Mutex<HashSet<i64>>,
     /// `help.getInviteText` is slow: each call waits for a permit, and is counted.
     gate: tokio::sync::Semaphore,
     slow_calls: AtomicUsize,
@@ -35,6 +37,19 @@ struct Memory {
 impl Memory {
     fn binds(&self) -> HashMap<i64, i64> {
         self.binds.lock().map(|b| b.clone()).unwrap_or_default()
+    }
+
+    /// From now on the backend does not know the key, as a store that ended it would not.
+    fn forget(&self, auth_key_id: i64) {
+        if let Ok(mut forgotten) = self.forgotten.lock() {
+            forgotten.insert(auth_key_id);
+        }
+    }
+
+    fn knows(&self, auth_key_id: i64) -> bool {
+        self.forgotten
+            .lock()
+            .is_ok_and(|forgotten| !forgotten.contains(&auth_key_id))
     }
 
     /// The key a call over `auth_key_id` acts as.
@@ -52,6 +67,9 @@ impl Backend for Memory {
     }
 
     async fn find_key(&self, auth_key_id: i64) -> Option<StoredKey> {
+        if !self.knows(auth_key_id) {
+            return None;
+        }
         self.keys.lock().ok()?.get(&auth_key_id).cloned()
     }
 
@@ -85,6 +103,9 @@ impl Backend for Memory {
     }
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+        if !self.knows(call.auth_key_id) {
+            return Err(RpcError::unknown_key());
+        }
         match oxigram_tl::constructor_id(&query) {
             Some(functions::help::GetInviteText::CONSTRUCTOR_ID) => {
                 self.slow_calls.fetch_add(1, Ordering::SeqCst);
@@ -132,6 +153,7 @@ async fn start_with(parked: Arc<Parked>) -> (String, Arc<Memory>) {
         key: ServerKey::generate().unwrap_or_else(|e| panic!("{e}")),
         keys: Mutex::default(),
         binds: Mutex::default(),
+        forgotten: Mutex::default(),
         gate: tokio::sync::Semaphore::new(0),
         slow_calls: AtomicUsize::new(0),
     });
@@ -228,5 +250,52 @@ async fn an_unknown_key_gets_404_and_a_bad_frame_closes_only_its_connection()
     );
     let enums::NearestDc::Dc(nearest) = good.invoke(&functions::help::GetNearestDc {}).await?;
     assert_eq!(nearest.this_dc, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_key_the_backend_no_longer_knows_gets_404_on_its_open_connection()
+-> Result<(), ClientError> {
+    let parked = Arc::new(Parked::default());
+    let (addr, backend) = start_with(parked.clone()).await;
+    let mut gone = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let mut kept = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let (key, session_id) = (gone.auth_key().clone(), gone.session_id());
+    for client in [&mut gone, &mut kept] {
+        let enums::help::SupportName::Name(name) =
+            client.invoke(&functions::help::GetSupportName {}).await?;
+        assert_eq!(name.name, client.auth_key().id().to_string());
+    }
+
+    let pending = parked.pending(key.id(), session_id);
+    assert!(pending.is_some());
+
+    // The backend ends the key while its connection is open: the next call is the transport's
+    // -404, as on a new connection, not an rpc_error the client would take for the call's.
+    backend.forget(key.id());
+    let open = gone.invoke(&functions::help::GetSupportName {}).await;
+    assert!(
+        matches!(open, Err(ClientError::Transport(-404))),
+        "{open:?}"
+    );
+    let mut again = Client::reconnect(&addr, key.clone(), Options::default()).await?;
+    let fresh = again.invoke(&functions::help::GetSupportName {}).await;
+    assert!(
+        matches!(fresh, Err(ClientError::Transport(-404))),
+        "{fresh:?}"
+    );
+    // The refused call's answer is not kept for a connection that cannot come.
+    for _ in 0..500 {
+        if parked.connections(key.id(), session_id) == Some(0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(parked.connections(key.id(), session_id), Some(0));
+    assert_eq!(parked.pending(key.id(), session_id), pending);
+    // Another key's connection goes on.
+    let enums::help::SupportName::Name(name) =
+        kept.invoke(&functions::help::GetSupportName {}).await?;
+    assert_eq!(name.name, kept.auth_key().id().to_string());
     Ok(())
 }
