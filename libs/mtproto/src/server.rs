@@ -214,6 +214,7 @@ async fn run<B: Backend>(
                             + Duration::from_secs(u64::try_from(delay.max(1)).unwrap_or(1)),
                     );
                 }
+                let mut key_ended = false;
                 for (msg_id, perm_id) in actions.binds {
                     let perm = backend.find_key(perm_id).await;
                     let answer = match current.check_bind(msg_id, perm.as_ref()) {
@@ -230,9 +231,20 @@ async fn run<B: Backend>(
                     };
                     let reply = match answer {
                         Ok(()) => rpc_result(msg_id, &oxigram_tl::Serializable::to_bytes(&true)),
+                        Err(error) if error.is_unknown_key() => {
+                            key_ended = true;
+                            break;
+                        }
                         Err(error) => rpc_error(msg_id, &error),
                     };
                     framing.encode(&current.seal(&reply), &mut out);
+                }
+                // The backend ended the temporary key since the connection found it (another
+                // key bound to its permanent key): unknown from here on, its calls not run.
+                if key_ended {
+                    framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
+                    close_after_write = true;
+                    break;
                 }
                 for (msg_id, call, query) in actions.calls {
                     let backend = backend.clone();

@@ -130,7 +130,9 @@ pub trait Backend: Send + Sync + 'static {
     /// acts for the permanent one until `expires_at` (which also ends the temporary key if it is
     /// earlier than its own expiry). A permanent key has one temporary key at a time: binding
     /// another replaces it. A temporary key already bound to another permanent key is
-    /// `TEMP_AUTH_KEY_ALREADY_BOUND` (binding it again to the same one is fine).
+    /// `TEMP_AUTH_KEY_ALREADY_BOUND` (binding it again to the same one is fine). A temporary key
+    /// the backend no longer knows is [`RpcError::unknown_key`], which ends the connection with
+    /// `-404`.
     fn bind_temp_key(
         &self,
         temp_auth_key_id: i64,

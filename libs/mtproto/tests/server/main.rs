@@ -88,6 +88,9 @@ impl Backend for Memory {
         fn internal<T>(_: T) -> RpcError {
             RpcError::new(500, "INTERNAL")
         }
+        if !self.knows(temp) {
+            return Err(RpcError::unknown_key());
+        }
         let mut binds = self.binds.lock().map_err(internal)?;
         if binds.get(&temp).is_some_and(|bound| *bound != perm) {
             return Err(RpcError::new(400, "TEMP_AUTH_KEY_ALREADY_BOUND"));
