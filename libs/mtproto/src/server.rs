@@ -250,6 +250,10 @@ async fn run<B: Backend>(
                     let backend = backend.clone();
                     let route = current.answer_route();
                     tokio::spawn(async move {
+                        // Counts as returned once its answer is on its way (or it ended
+                        // otherwise), so a call made to run after it is answered after it.
+                        let _returning = route.returning(msg_id);
+                        route.after(&call.after).await;
                         let (auth_key_id, session_id) = (call.auth_key_id, call.session_id);
                         let (reply, unknown_key) = match backend.call(call, query).await {
                             Ok(answer) => (rpc_result(msg_id, &answer), false),

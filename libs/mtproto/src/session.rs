@@ -2,9 +2,9 @@
 //! parity, duplicates and age; seq_no parity and order; server salt), answers the service
 //! messages itself (`ping`, `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`,
 //! `destroy_session`, state and resend requests, `rpc_drop_answer`), opens `msg_container` and
-//! `gzip_packed`, strips the invoke wrappers (`invokeWithLayer`, `initConnection`, …), checks
-//! `auth.bindTempAuthKey`, and hands each remaining API call to the [`Backend`], answering with
-//! `rpc_result`. What must outlive the connection (answers, running calls, seq_no) is the
+//! `gzip_packed`, strips the invoke wrappers (`invokeWithLayer`, `initConnection`, …, keeping
+//! what `invokeAfterMsg(s)` says the call waits for), checks `auth.bindTempAuthKey`, and hands
+//! each remaining API call to the [`Backend`], answering with `rpc_result`. What must outlive the connection (answers, running calls, seq_no) is the
 //! session's [`Shared`] state (see [`crate::parked`]).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -92,6 +92,9 @@ pub struct Call {
     /// Identifies the connection among the server's (see [`Session::on_connection`]): a
     /// backend keeps per-connection state, such as a live update feed, by it.
     pub connection_id: u64,
+    /// Earlier requests of the session this call runs after (`invokeAfterMsg`,
+    /// `invokeAfterMsgs`): the server calls the backend once their calls have returned.
+    pub after: Vec<i64>,
 }
 
 /// A key as the backend stores it: the key, and when a temporary key expires.
@@ -592,13 +595,16 @@ impl Session {
             }
             _ => match self.unwrap_invoke(body) {
                 // Sent inside the invoke wrappers (a client's first call often is).
-                Some(query)
+                Some((query, _))
                     if oxigram_tl::constructor_id(&query)
                         == Some(functions::auth::BindTempAuthKey::CONSTRUCTOR_ID) =>
                 {
                     self.bind_call(msg_id, &query[4..], actions);
                 }
-                Some(query) => {
+                Some((query, mut after)) => {
+                    // Only earlier messages: a call waits for no later one (nor itself), so
+                    // waits never go round in a circle.
+                    after.retain(|earlier| *earlier < msg_id);
                     let call = Call {
                         auth_key_id: self.key.id(),
                         session_id: self.session_id.unwrap_or_default(),
@@ -607,8 +613,12 @@ impl Session {
                         device_model: self.device_model.clone(),
                         push: self.push.clone(),
                         connection_id: self.connection_id,
+                        after,
                     };
-                    self.shared.lock().running.insert(msg_id);
+                    let mut shared = self.shared.lock();
+                    shared.running.insert(msg_id);
+                    shared.returning.insert(msg_id);
+                    drop(shared);
                     actions.calls.push((msg_id, call, query));
                 }
                 None => actions.send.push(rpc_error(
@@ -690,8 +700,9 @@ impl Session {
     }
 
     /// Strips `invokeWithLayer`, `initConnection`, `invokeWithoutUpdates` and `invokeAfterMsg(s)`
-    /// (recording the layer and device), leaving the call itself.
-    fn unwrap_invoke(&mut self, mut body: Vec<u8>) -> Option<Vec<u8>> {
+    /// (recording the layer and device), leaving the call itself and the requests it runs after.
+    fn unwrap_invoke(&mut self, mut body: Vec<u8>) -> Option<(Vec<u8>, Vec<i64>)> {
+        let mut after = Vec::new();
         loop {
             let id = oxigram_tl::constructor_id(&body)?;
             let mut cursor = Cursor::from_slice(&body[4..]);
@@ -715,18 +726,18 @@ impl Session {
                         .0
                 }
                 functions::InvokeAfterMsg::<Tail>::CONSTRUCTOR_ID => {
-                    functions::InvokeAfterMsg::<Tail>::deserialize(&mut cursor)
-                        .ok()?
-                        .query
-                        .0
+                    let wrapped =
+                        functions::InvokeAfterMsg::<Tail>::deserialize(&mut cursor).ok()?;
+                    after.push(wrapped.msg_id);
+                    wrapped.query.0
                 }
                 functions::InvokeAfterMsgs::<Tail>::CONSTRUCTOR_ID => {
-                    functions::InvokeAfterMsgs::<Tail>::deserialize(&mut cursor)
-                        .ok()?
-                        .query
-                        .0
+                    let wrapped =
+                        functions::InvokeAfterMsgs::<Tail>::deserialize(&mut cursor).ok()?;
+                    after.extend(wrapped.msg_ids);
+                    wrapped.query.0
                 }
-                _ => return Some(body),
+                _ => return Some((body, after)),
             };
         }
     }

@@ -302,3 +302,108 @@ async fn a_key_the_backend_no_longer_knows_gets_404_on_its_open_connection()
     assert_eq!(name.name, kept.auth_key().id().to_string());
     Ok(())
 }
+
+/// The requests the answers among the next messages are to, in the order they came, until the
+/// pong to `ping_msg_id`.
+async fn answered_until_pong(
+    client: &mut Client,
+    ping_msg_id: i64,
+) -> Result<Vec<i64>, ClientError> {
+    use oxigram_tl::{Cursor, Deserializable};
+    let mut answered = Vec::new();
+    loop {
+        let message = client.receive_message().await?;
+        let body = &message.body;
+        match oxigram_tl::constructor_id(body) {
+            Some(oxigram_mtproto::wire::RPC_RESULT) => {
+                if let Some((req, _)) = oxigram_mtproto::wire::parse_rpc_result(&body[4..]) {
+                    answered.push(req);
+                }
+            }
+            Some(types::Pong::CONSTRUCTOR_ID) => {
+                let pong = types::Pong::deserialize(&mut Cursor::from_slice(&body[4..]));
+                if pong.is_ok_and(|pong| pong.msg_id == ping_msg_id) {
+                    return Ok(answered);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn invoke_after_msg_runs_a_call_once_the_one_it_names_returned() -> Result<(), ClientError> {
+    let (addr, backend) = start().await;
+    let mut client = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let enums::NearestDc::Dc(nearest) = client.invoke(&functions::help::GetNearestDc {}).await?;
+    assert_eq!(nearest.this_dc, 1);
+
+    // A slow call, one chained after it, one chained after a message never sent, and one
+    // naming itself (it would wait for ever).
+    let slow = client
+        .send(functions::help::GetInviteText {}.to_bytes(), true)
+        .await?;
+    let chained = client
+        .send(
+            functions::InvokeAfterMsg {
+                msg_id: slow,
+                query: functions::help::GetSupportName {},
+            }
+            .to_bytes(),
+            true,
+        )
+        .await?;
+    let unknown = client
+        .send(
+            functions::InvokeAfterMsgs {
+                msg_ids: vec![slow - 4, chained - 4],
+                query: functions::help::GetSupportName {},
+            }
+            .to_bytes(),
+            true,
+        )
+        .await?;
+    let (own_id, own_seq_no) = (client.next_msg_id(), client.next_seq_no(true));
+    let own = functions::InvokeAfterMsg {
+        msg_id: own_id,
+        query: functions::help::GetSupportName {},
+    };
+    client
+        .send_message(own_id, own_seq_no, own.to_bytes())
+        .await?;
+
+    // While the slow call runs, only the chained call waits.
+    let ping = client
+        .send(functions::Ping { ping_id: 1 }.to_bytes(), true)
+        .await?;
+    let mut answered = answered_until_pong(&mut client, ping).await?;
+    for _ in 0..100 {
+        if answered.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let ping = client
+            .send(functions::Ping { ping_id: 2 }.to_bytes(), true)
+            .await?;
+        answered.extend(answered_until_pong(&mut client, ping).await?);
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, [unknown, own_id]);
+    assert_eq!(backend.slow_calls.load(Ordering::SeqCst), 1);
+
+    // Once it returns, the chained call runs, and its answer comes after the slow one's.
+    backend.gate.add_permits(1);
+    let mut answered = Vec::new();
+    for _ in 0..100 {
+        let ping = client
+            .send(functions::Ping { ping_id: 3 }.to_bytes(), true)
+            .await?;
+        answered.extend(answered_until_pong(&mut client, ping).await?);
+        if answered.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(answered, [slow, chained]);
+    Ok(())
+}
