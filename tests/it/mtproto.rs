@@ -1533,3 +1533,33 @@ async fn a_new_temporary_key_replaces_its_permanent_keys_last_one_on_every_gatew
     assert_eq!(acting_user(&mut permanent).await?, pat.id);
     Ok(())
 }
+
+#[tokio::test]
+async fn stock_telethon_protocol_habits_get_no_bad_msg_notification() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let seen = run_telethon(&key, port, "protocol.py", &["+15550920", LOGIN_CODE]).await?;
+    // Telethon corrects and re-sends a refused message by itself: none may be refused (its
+    // seq_no order, containers, acks, the same session on a new connection, a new session).
+    assert_eq!(seen["bad_msgs"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["ignored"], 0, "{seen}");
+    // It did what the scenario is about.
+    let count = |name: &str| seen[name].as_u64().unwrap_or_default();
+    assert!(count("containers") > 0, "{seen}");
+    assert!(count("acks") > 0, "{seen}");
+    assert!(count("gzipped") > 0, "{seen}");
+    assert_eq!(seen["same_session"], true, "{seen}");
+    assert_eq!(seen["new_session"], true, "{seen}");
+    assert!(count("reconnects") > 0, "{seen}");
+    // And every call was answered as its own.
+    for label in ["first", "resumed", "reconnected"] {
+        let texts: Vec<String> = (0..5).map(|i| format!("{label} {i}")).collect();
+        assert_eq!(seen[label], serde_json::json!(texts), "{seen}");
+    }
+    assert_eq!(seen["me_resolved"], true, "{seen}");
+    assert_eq!(seen["long_text_kept"], true, "{seen}");
+    assert_eq!(
+        seen["chained"],
+        serde_json::json!(["chained 0", "chained 1", "chained 2"])
+    );
+    Ok(())
+}
