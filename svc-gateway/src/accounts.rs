@@ -63,8 +63,8 @@ pub struct Rebound {
     pub auth_key_ids: Vec<i64>,
 }
 
-/// The auth keys signed in or out at or after `since`, at most `limit` of them
-/// (auth_keys_bound_at).
+/// The auth keys signed in or out (or, temporary MTProto keys, bound or ended) at or after
+/// `since`, at most `limit` of them (auth_keys_bound_at).
 pub async fn rebound_auth_keys(
     pool: &PgPool,
     since: chrono::DateTime<chrono::Utc>,

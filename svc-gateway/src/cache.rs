@@ -8,6 +8,12 @@
 //! While those checks fail, no cached key is trusted past `TRUST_UNCHECKED`: calls read their
 //! key from Postgres, as without a cache.
 //!
+//! MTProto keys: the key an MTProto key's calls act as (itself, or the permanent key a
+//! temporary key is bound to) is kept under the same rules. Binding a temporary key, and the
+//! end of the one it replaces, count as rebinding both keys, so an instance that cached either
+//! drops it within about `CHECK_EVERY` (the instance that bound it, at once), and a replaced
+//! temporary key stops acting for its permanent key everywhere within that bound.
+//!
 //! Users are never deleted, so a user known to exist stays known.
 
 use std::{
@@ -50,6 +56,8 @@ pub struct Caches {
 #[derive(Default)]
 struct AuthKeys {
     keys: HashMap<i64, (CachedKey, Instant)>,
+    /// MTProto key id → the `x-oxigram-auth-key` value of the key its calls act as.
+    acting: HashMap<i64, (String, Instant)>,
     /// When the last check of rebound keys succeeded; none yet, nothing is trusted.
     checked: Option<Instant>,
 }
@@ -57,10 +65,7 @@ struct AuthKeys {
 impl Caches {
     pub fn auth_key(&self, id: i64) -> Option<CachedKey> {
         let cache = self.auth_keys.lock().ok()?;
-        if cache
-            .checked
-            .is_none_or(|at| at.elapsed() >= TRUST_UNCHECKED)
-        {
+        if !cache.trusted() {
             return None;
         }
         let (key, at) = cache.keys.get(&id)?;
@@ -69,13 +74,33 @@ impl Caches {
 
     pub fn put_auth_key(&self, id: i64, key: CachedKey) {
         if let Ok(mut cache) = self.auth_keys.lock() {
-            if cache.keys.len() >= MAX_ENTRIES {
-                cache.keys.retain(|_, (_, at)| at.elapsed() < AUTH_KEY_TTL);
-                if cache.keys.len() >= MAX_ENTRIES {
-                    cache.keys.clear();
-                }
+            put(&mut cache.keys, id, key);
+        }
+    }
+
+    /// The header value of the key an MTProto key's calls act as, if cached and trusted.
+    pub fn acting_key(&self, id: i64) -> Option<String> {
+        let cache = self.auth_keys.lock().ok()?;
+        if !cache.trusted() {
+            return None;
+        }
+        let (header, at) = cache.acting.get(&id)?;
+        (at.elapsed() < AUTH_KEY_TTL).then(|| header.clone())
+    }
+
+    pub fn put_acting_key(&self, id: i64, header: String) {
+        if let Ok(mut cache) = self.auth_keys.lock() {
+            put(&mut cache.acting, id, header);
+        }
+    }
+
+    /// These MTProto keys were bound or ended on this instance: their acting key is read from
+    /// Postgres next time.
+    pub fn forget_acting_keys(&self, ids: &[i64]) {
+        if let Ok(mut cache) = self.auth_keys.lock() {
+            for id in ids {
+                cache.acting.remove(id);
             }
-            cache.keys.insert(id, (key, Instant::now()));
         }
     }
 
@@ -92,8 +117,12 @@ impl Caches {
             match ids {
                 Some(ids) => ids.iter().for_each(|id| {
                     cache.keys.remove(id);
+                    cache.acting.remove(id);
                 }),
-                None => cache.keys.clear(),
+                None => {
+                    cache.keys.clear();
+                    cache.acting.clear();
+                }
             }
             cache.checked = Some(checked);
         }
@@ -111,6 +140,25 @@ impl Caches {
             users.insert(id);
         }
     }
+}
+
+impl AuthKeys {
+    /// Whether the last check of rebound keys is recent enough to use what is cached.
+    fn trusted(&self) -> bool {
+        self.checked
+            .is_some_and(|at| at.elapsed() < TRUST_UNCHECKED)
+    }
+}
+
+/// Caches `value` under `id`, starting over past `MAX_ENTRIES` (expired entries go first).
+fn put<V>(entries: &mut HashMap<i64, (V, Instant)>, id: i64, value: V) {
+    if entries.len() >= MAX_ENTRIES {
+        entries.retain(|_, (_, at)| at.elapsed() < AUTH_KEY_TTL);
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+    }
+    entries.insert(id, (value, Instant::now()));
 }
 
 /// Drops from `caches`, every `CHECK_EVERY`, the keys signed in or out anywhere since the
@@ -177,5 +225,30 @@ mod tests {
         caches.put_auth_key(1, key(10));
         caches.rebound(Some(&[]), Instant::now() - TRUST_UNCHECKED);
         assert!(caches.auth_key(1).is_none(), "the last check is too old");
+    }
+
+    #[test]
+    fn acting_keys_follow_the_same_checks_and_bound_keys_are_dropped_here_at_once() {
+        let caches = Caches::default();
+        caches.put_acting_key(1, "5:aa".into());
+        caches.put_acting_key(2, "5:aa".into());
+        caches.put_acting_key(3, "3:bb".into());
+        assert!(caches.acting_key(1).is_none(), "no check yet");
+        caches.rebound(Some(&[2]), Instant::now());
+        assert_eq!(caches.acting_key(1).as_deref(), Some("5:aa"));
+        assert!(caches.acting_key(2).is_none(), "rebound elsewhere since");
+        // A bind on this instance: the new and the ended key are read again at once.
+        caches.forget_acting_keys(&[1, 3]);
+        assert!(caches.acting_key(1).is_none());
+        assert!(caches.acting_key(3).is_none());
+        caches.put_acting_key(1, "5:aa".into());
+        caches.rebound(None, Instant::now());
+        assert!(
+            caches.acting_key(1).is_none(),
+            "too many rebound: all dropped"
+        );
+        caches.put_acting_key(1, "5:aa".into());
+        caches.rebound(Some(&[]), Instant::now() - TRUST_UNCHECKED);
+        assert!(caches.acting_key(1).is_none(), "the last check is too old");
     }
 }

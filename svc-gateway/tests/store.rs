@@ -6,6 +6,7 @@ use oxigram_testkit::store::{self, Migrated};
 use svc_gateway::{
     accounts::{self, CodeCheck},
     last_seen,
+    mtproto::keys,
 };
 
 async fn schema() -> anyhow::Result<Migrated> {
@@ -77,6 +78,141 @@ async fn keys_signed_in_or_out_since_a_moment_are_named() -> anyhow::Result<()> 
     assert!(later.auth_key_ids.is_empty());
     let capped = accounts::rebound_auth_keys(pool, since, 1).await?;
     assert_eq!(capped.auth_key_ids.len(), 1, "at most the limit");
+    Ok(())
+}
+
+/// An MTProto key's row as auth key creation stores it: permanent, or temporary for an hour.
+async fn mtproto_key(pool: &sqlx::PgPool, id: i64, temporary: bool) -> anyhow::Result<()> {
+    let expires_at = temporary.then(|| chrono_now() + 3600);
+    anyhow::ensure!(keys::insert(pool, id, b"hash", &[id as u8; 256], expires_at).await?);
+    Ok(())
+}
+
+#[tokio::test]
+async fn binding_a_temporary_key_ends_the_one_its_permanent_key_had() -> anyhow::Result<()> {
+    let db = schema().await?;
+    let pool = &db.pool;
+    let in_an_hour = i32::try_from(chrono_now() + 3600)?;
+    // Permanent keys 1 and 2; temporary keys 11, 12 and 13 for 1, 21 for 2.
+    for (id, temporary) in [
+        (1, false),
+        (2, false),
+        (11, true),
+        (12, true),
+        (13, true),
+        (21, true),
+    ] {
+        mtproto_key(pool, id, temporary).await?;
+    }
+    let bound = |ended: Vec<i64>| keys::Binding::Bound { ended };
+    assert_eq!(
+        keys::bind_temp(pool, 11, 1, in_an_hour).await?,
+        bound(vec![])
+    );
+    assert_eq!(
+        keys::bind_temp(pool, 21, 2, in_an_hour).await?,
+        bound(vec![])
+    );
+    assert_eq!(keys::acting_key(pool, 11).await?.map(|k| k.0), Some(1));
+    let since = accounts::rebound_auth_keys(pool, chrono::DateTime::UNIX_EPOCH, 100)
+        .await?
+        .checked_at;
+
+    // 12 replaces 11: 11 is an unknown key from now on, for finding and for acting.
+    assert_eq!(
+        keys::bind_temp(pool, 12, 1, in_an_hour).await?,
+        bound(vec![11])
+    );
+    assert_eq!(keys::find(pool, 11).await?, None);
+    assert_eq!(keys::acting_key(pool, 11).await?, None);
+    assert_eq!(keys::acting_key(pool, 12).await?.map(|k| k.0), Some(1));
+    let (_, expires_at) = keys::find(pool, 12).await?.context("12 is bound")?;
+    assert_eq!(expires_at, Some(i64::from(in_an_hour)));
+    // Another permanent key's temporary key is untouched, and so is the permanent key.
+    assert_eq!(keys::acting_key(pool, 21).await?.map(|k| k.0), Some(2));
+    assert_eq!(keys::acting_key(pool, 1).await?.map(|k| k.0), Some(1));
+    // Every instance hears of both: the new binding and the key it ended.
+    let mut rebound = accounts::rebound_auth_keys(pool, since, 100)
+        .await?
+        .auth_key_ids;
+    rebound.sort_unstable();
+    assert_eq!(rebound, vec![11, 12]);
+
+    // Request → what the bind does.
+    let cases: [(i64, i64, keys::Binding, &str); 4] = [
+        (
+            12,
+            1,
+            bound(vec![]),
+            "the same binding again: nothing else to end",
+        ),
+        (
+            12,
+            2,
+            keys::Binding::Refused,
+            "bound to another permanent key",
+        ),
+        (
+            11,
+            1,
+            keys::Binding::Ended,
+            "replaced: it cannot come back and end 12",
+        ),
+        (11, 2, keys::Binding::Ended, "replaced: nor bind elsewhere"),
+    ];
+    for (temp, perm, expected, why) in cases {
+        assert_eq!(
+            keys::bind_temp(pool, temp, perm, in_an_hour).await?,
+            expected,
+            "{why}"
+        );
+    }
+    assert_eq!(keys::acting_key(pool, 12).await?.map(|k| k.0), Some(1));
+    assert_eq!(keys::acting_key(pool, 21).await?.map(|k| k.0), Some(2));
+
+    // Two binds to one permanent key at once: one of them ends the other, whichever ran first.
+    assert_eq!(
+        keys::bind_temp(pool, 13, 1, in_an_hour).await?,
+        bound(vec![12])
+    );
+    for round in 0..6_i64 {
+        let (a, b) = (100 + 2 * round, 101 + 2 * round);
+        mtproto_key(pool, a, true).await?;
+        mtproto_key(pool, b, true).await?;
+        let (first, second) = tokio::join!(
+            keys::bind_temp(pool, a, 1, in_an_hour),
+            keys::bind_temp(pool, b, 1, in_an_hour)
+        );
+        assert!(matches!(first?, keys::Binding::Bound { .. }));
+        assert!(matches!(second?, keys::Binding::Bound { .. }));
+        let mut acting = Vec::new();
+        for id in [13, a, b] {
+            if keys::acting_key(pool, id).await?.is_some() {
+                acting.push(id);
+            }
+        }
+        assert_eq!(acting.len(), 1, "round {round}: {acting:?} act for key 1");
+    }
+
+    // The bind finds the permanent key's temporary keys by auth_keys_perm_key.
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
+        .await?;
+    let plan: Vec<String> = sqlx::query_scalar(concat!(
+        "EXPLAIN ",
+        include_str!("../sql/bind_temp_key.sql")
+    ))
+    .bind(12_i64)
+    .bind(1_i64)
+    .bind(f64::from(in_an_hour))
+    .fetch_all(&mut *tx)
+    .await?;
+    tx.rollback().await?;
+    assert!(
+        plan.iter().any(|line| line.contains("auth_keys_perm_key")),
+        "{plan:#?}"
+    );
     Ok(())
 }
 

@@ -1475,3 +1475,178 @@ fn send_by_id(
         ..send_document(peer.clone(), file, "", "", "", random_id)
     }
 }
+
+/// Well past a gateway instance's check of rebound keys (every second), far below its cache's
+/// life.
+const REBOUND_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Unix seconds from now, as `auth.bindTempAuthKey`'s `expires_at`.
+fn unix_in(seconds: u64) -> anyhow::Result<i32> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    Ok(i32::try_from(now.as_secs() + seconds)?)
+}
+
+/// A new temporary key (an hour) on the door at `port`, once the door is open.
+async fn temporary(key: &ServerKey, port: u16) -> anyhow::Result<Client> {
+    let addr = format!("127.0.0.1:{port}");
+    for _ in 0..50 {
+        match Client::connect_temporary(&addr, key.public(), Options::default(), 3600).await {
+            Ok(client) => return Ok(client),
+            Err(ClientError::Io(_)) => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    anyhow::bail!("MTProto door on {port} never opened")
+}
+
+/// The user a key's calls act as.
+async fn acting_user(client: &mut Client) -> anyhow::Result<i64> {
+    match me(client).await?.as_slice() {
+        [enums::User::User(user)] => Ok(user.id),
+        other => anyhow::bail!("users.getUsers answered {other:?}"),
+    }
+}
+
+/// Whether a pushed Updates carries a message of text `text`.
+fn carries_text(push: &[u8], text: &str) -> bool {
+    use oxigram_tl::Deserializable;
+    match enums::Updates::deserialize(&mut oxigram_tl::Cursor::from_slice(push)) {
+        Ok(enums::Updates::UpdateShortMessage(short)) => short.message == text,
+        Ok(enums::Updates::Updates(updates)) => updates.updates.iter().any(|u| {
+            matches!(u, enums::Update::NewMessage(new)
+                if matches!(&new.message, enums::Message::Message(m) if m.message == text))
+        }),
+        _ => false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_temporary_key_replaces_its_permanent_keys_last_one_on_every_gateway()
+-> anyhow::Result<()> {
+    let (system, key, port) = system_with_door().await?;
+    let other_port = free_port()?;
+    let _other = system.start_extra_gateway_with_door(other_port).await?;
+    let (here, there) = (
+        format!("127.0.0.1:{port}"),
+        format!("127.0.0.1:{other_port}"),
+    );
+    let mut permanent = connect(&key, port).await?;
+    let pat = sign_up(&mut permanent, "15550910", "Pat").await?;
+    let mut bob = connect(&key, port).await?;
+    sign_up(&mut bob, "15550911", "Bob").await?;
+    let to_pat = enums::InputPeer::User(types::InputPeerUser {
+        user_id: pat.id,
+        access_hash: 0,
+    });
+    let perm = permanent.auth_key().clone();
+
+    // T1 bound on gateway A acts for Pat's permanent key (and gets her pushes from then on).
+    let mut t1 = temporary(&key, port).await?;
+    assert!(t1.bind_temp_key(&perm, unix_in(3600)?).await?);
+    assert_eq!(acting_user(&mut t1).await?, pat.id);
+
+    // T2 bound to the same permanent key on A replaces T1 there at once: Bob's message is
+    // pushed to T2 and not to T1, T1's next call is the unknown key's -404, and so is T1 on a
+    // new connection.
+    let mut t2 = temporary(&key, port).await?;
+    assert!(t2.bind_temp_key(&perm, unix_in(3600)?).await?);
+    assert_eq!(acting_user(&mut t2).await?, pat.id);
+    bob.invoke(&send_text(to_pat.clone(), "for the current key", 1))
+        .await?;
+    let push = tokio::time::timeout(std::time::Duration::from_secs(15), t2.next_push())
+        .await
+        .context("no push to T2 within 15 s")??;
+    assert!(carries_text(&push, "for the current key"));
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(2) {
+        let Ok(push) =
+            tokio::time::timeout(std::time::Duration::from_millis(500), t1.next_push()).await
+        else {
+            continue;
+        };
+        assert!(!carries_text(&push?, "for the current key"), "T1 got it");
+    }
+    let replaced = me(&mut t1).await;
+    assert!(
+        matches!(replaced, Err(ClientError::Transport(-404))),
+        "{replaced:?}"
+    );
+    let mut t1_again = Client::reconnect(&here, t1.auth_key().clone(), Options::default()).await?;
+    let reconnected = me(&mut t1_again).await;
+    assert!(
+        matches!(reconnected, Err(ClientError::Transport(-404))),
+        "{reconnected:?}"
+    );
+
+    // T2 is used on gateway B too, for longer than B looks back over rebound keys (its own
+    // binding among them), so that B holds what T2 acts as in its cache.
+    let mut t2_there = Client::reconnect(&there, t2.auth_key().clone(), Options::default()).await?;
+    for _ in 0..10 {
+        assert_eq!(acting_user(&mut t2_there).await?, pat.id);
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    }
+
+    // T3 bound on A: T2 ends at once on A, and on B within the bound of B's cache.
+    let mut t3 = temporary(&key, port).await?;
+    assert!(t3.bind_temp_key(&perm, unix_in(3600)?).await?);
+    let on_a = me(&mut t2).await;
+    assert!(
+        matches!(on_a, Err(ClientError::Transport(-404))),
+        "{on_a:?}"
+    );
+    let started = tokio::time::Instant::now();
+    loop {
+        match me(&mut t2_there).await {
+            Ok(_) => anyhow::ensure!(
+                started.elapsed() < REBOUND_WITHIN,
+                "T2 still acts for Pat on B after {REBOUND_WITHIN:?}"
+            ),
+            Err(ClientError::Transport(-404)) => break,
+            Err(other) => anyhow::bail!("T2 on B: {other:?}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    eprintln!(
+        "a replaced temporary key ended on the other gateway after {:?}",
+        started.elapsed()
+    );
+
+    // T3 acts for Pat on both gateways, and the permanent key is untouched.
+    assert_eq!(acting_user(&mut t3).await?, pat.id);
+    let mut t3_there = Client::reconnect(&there, t3.auth_key().clone(), Options::default()).await?;
+    assert_eq!(acting_user(&mut t3_there).await?, pat.id);
+    assert_eq!(acting_user(&mut permanent).await?, pat.id);
+    Ok(())
+}
+
+#[tokio::test]
+async fn stock_telethon_protocol_habits_get_no_bad_msg_notification() -> anyhow::Result<()> {
+    let (_system, key, port) = system_with_door().await?;
+    let seen = run_telethon(&key, port, "protocol.py", &["+15550920", LOGIN_CODE]).await?;
+    // Telethon corrects and re-sends a refused message by itself: none may be refused (its
+    // seq_no order, containers, acks, the same session on a new connection, a new session).
+    assert_eq!(seen["bad_msgs"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["ignored"], 0, "{seen}");
+    // It did what the scenario is about.
+    let count = |name: &str| seen[name].as_u64().unwrap_or_default();
+    assert!(count("containers") > 0, "{seen}");
+    assert!(count("acks") > 0, "{seen}");
+    assert!(count("gzipped") > 0, "{seen}");
+    assert_eq!(seen["same_session"], true, "{seen}");
+    assert_eq!(seen["new_session"], true, "{seen}");
+    assert!(count("reconnects") > 0, "{seen}");
+    // And every call was answered as its own.
+    for label in ["first", "resumed", "reconnected"] {
+        let texts: Vec<String> = (0..5).map(|i| format!("{label} {i}")).collect();
+        assert_eq!(seen[label], serde_json::json!(texts), "{seen}");
+    }
+    assert_eq!(seen["me_resolved"], true, "{seen}");
+    assert_eq!(seen["long_text_kept"], true, "{seen}");
+    assert_eq!(
+        seen["chained"],
+        serde_json::json!(["chained 0", "chained 1", "chained 2"])
+    );
+    Ok(())
+}

@@ -426,10 +426,23 @@ impl System {
     /// test's process on a port of its own, as a second replica behind a load balancer would
     /// be. Waits until it is SERVING.
     pub async fn start_extra_gateway(&self) -> anyhow::Result<ExtraGateway> {
+        self.extra_gateway(None).await
+    }
+
+    /// [`System::start_extra_gateway`] with its own MTProto door on `mtproto_port` (same RSA
+    /// key as the system's door).
+    pub async fn start_extra_gateway_with_door(
+        &self,
+        mtproto_port: u16,
+    ) -> anyhow::Result<ExtraGateway> {
+        self.extra_gateway(Some(mtproto_port)).await
+    }
+
+    async fn extra_gateway(&self, mtproto_port: Option<u16>) -> anyhow::Result<ExtraGateway> {
         let mut config = (*self.config).clone();
         config.services.gateway = local_service(free_port()?);
         config.gateway.advertise_push = None;
-        config.mtproto.listen = None;
+        config.mtproto.listen = mtproto_port.map(|port| ([127, 0, 0, 1], port).into());
         config.metrics_addr = None;
         let endpoint = config.services.gateway.endpoint.clone();
         let token = CancellationToken::new();

@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use crate::wire;
 
@@ -31,6 +31,10 @@ pub struct Answer {
     pub auth_key_id: i64,
     pub session_id: i64,
     pub body: Vec<u8>,
+    /// The backend refused the call because it no longer knows the key
+    /// ([`crate::session::RpcError::unknown_key`]): the connection that gets it closes with a
+    /// transport-level `-404` instead of sending `body`, and no later connection gets it.
+    pub unknown_key: bool,
 }
 
 /// Where a connection takes the answers of the sessions live on it.
@@ -57,6 +61,9 @@ pub(crate) struct State {
     pub undelivered: VecDeque<Vec<u8>>,
     /// Requests whose calls are running.
     pub running: HashSet<i64>,
+    /// Of those, the ones whose backend call has not returned yet (a request stays running
+    /// until its answer is sent): a call made to run after one of them waits.
+    pub returning: HashSet<i64>,
     /// The connection the session was last seen on, while it is open: its answers go there.
     connection: Option<u64>,
     answers: Option<AnswerSender>,
@@ -115,9 +122,48 @@ impl State {
 #[derive(Debug, Default)]
 pub struct Shared {
     state: Mutex<State>,
+    /// Told each time a call of the session returns.
+    returned: Notify,
+}
+
+/// Held while a call runs: when it is dropped, however the call ended, the call counts as
+/// returned for the calls waiting for it.
+pub struct Returning {
+    shared: Arc<Shared>,
+    msg_id: i64,
+}
+
+impl Drop for Returning {
+    fn drop(&mut self) {
+        self.shared.lock().returning.remove(&self.msg_id);
+        self.shared.returned.notify_waiters();
+    }
 }
 
 impl Shared {
+    /// The call of request `msg_id` runs until the returned guard is dropped.
+    pub fn returning(self: &Arc<Self>, msg_id: i64) -> Returning {
+        Returning {
+            shared: self.clone(),
+            msg_id,
+        }
+    }
+
+    /// Waits until none of `msg_ids` has a call of this session still to return (a request
+    /// the session does not know, or whose call returned, is not waited for).
+    pub async fn after(&self, msg_ids: &[i64]) {
+        loop {
+            // Listening before looking, so a call returning in between is not missed.
+            let returned = self.returned.notified();
+            tokio::pin!(returned);
+            returned.as_mut().enable();
+            if !msg_ids.iter().any(|id| self.lock().returning.contains(id)) {
+                return;
+            }
+            returned.await;
+        }
+    }
+
     /// The session just got a message on `connection`: its answers go there from now on, and
     /// those that found no connection are returned to send there now. A session served by two
     /// connections follows the one last used, so closing the other loses nothing.
@@ -141,6 +187,18 @@ impl Shared {
     /// next one.
     pub fn deliver(&self, answer: Answer) {
         let mut state = self.lock();
+        if answer.unknown_key {
+            // Never sent as an answer, so never kept: its call is over either way.
+            if let Some(req) = req_msg_id(&answer.body) {
+                state.running.remove(&req);
+            }
+            if let Some(to) = &state.answers
+                && to.send(answer).is_err()
+            {
+                state.answers = None;
+            }
+            return;
+        }
         let answer = match &state.answers {
             Some(to) => match to.send(answer) {
                 Ok(()) => return,

@@ -18,12 +18,9 @@ use crate::crypto::Direction;
 use crate::envelope::{Message, Plain, auth_key_id};
 use crate::handshake::{ServerHandshake, Step};
 use crate::parked::{Answer, AnswerSender, Parked};
-use crate::session::{Backend, Outgoing, Session, rpc_error, rpc_result};
+use crate::session::{Backend, Outgoing, Session, UNKNOWN_KEY_CODE, rpc_error, rpc_result};
 use crate::transport::{Detected, FrameError, Framing};
 
-/// The transport-level error a client gets for an auth key the server does not know: it
-/// makes a new key.
-const UNKNOWN_AUTH_KEY: i32 = -404;
 /// A connection that says nothing for this long is closed.
 const IDLE: Duration = Duration::from_secs(15 * 60);
 
@@ -189,7 +186,7 @@ async fn run<B: Backend>(
                             *session = Some(new_session(stored.key, None, stored.expires_at))
                         }
                         None => {
-                            framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                            framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
                             close_after_write = true;
                             break;
                         }
@@ -200,7 +197,7 @@ async fn run<B: Backend>(
                 };
                 // A temporary key that expired while its connection was open ends there too.
                 if current.expired(now) {
-                    framing.encode(&UNKNOWN_AUTH_KEY.to_le_bytes(), &mut out);
+                    framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
                     close_after_write = true;
                     break;
                 }
@@ -217,6 +214,7 @@ async fn run<B: Backend>(
                             + Duration::from_secs(u64::try_from(delay.max(1)).unwrap_or(1)),
                     );
                 }
+                let mut key_ended = false;
                 for (msg_id, perm_id) in actions.binds {
                     let perm = backend.find_key(perm_id).await;
                     let answer = match current.check_bind(msg_id, perm.as_ref()) {
@@ -233,23 +231,39 @@ async fn run<B: Backend>(
                     };
                     let reply = match answer {
                         Ok(()) => rpc_result(msg_id, &oxigram_tl::Serializable::to_bytes(&true)),
+                        Err(error) if error.is_unknown_key() => {
+                            key_ended = true;
+                            break;
+                        }
                         Err(error) => rpc_error(msg_id, &error),
                     };
                     framing.encode(&current.seal(&reply), &mut out);
+                }
+                // The backend ended the temporary key since the connection found it (another
+                // key bound to its permanent key): unknown from here on, its calls not run.
+                if key_ended {
+                    framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
+                    close_after_write = true;
+                    break;
                 }
                 for (msg_id, call, query) in actions.calls {
                     let backend = backend.clone();
                     let route = current.answer_route();
                     tokio::spawn(async move {
+                        // Counts as returned once its answer is on its way (or it ended
+                        // otherwise), so a call made to run after it is answered after it.
+                        let _returning = route.returning(msg_id);
+                        route.after(&call.after).await;
                         let (auth_key_id, session_id) = (call.auth_key_id, call.session_id);
-                        let reply = match backend.call(call, query).await {
-                            Ok(answer) => rpc_result(msg_id, &answer),
-                            Err(error) => rpc_error(msg_id, &error),
+                        let (reply, unknown_key) = match backend.call(call, query).await {
+                            Ok(answer) => (rpc_result(msg_id, &answer), false),
+                            Err(error) => (rpc_error(msg_id, &error), error.is_unknown_key()),
                         };
                         route.deliver(Answer {
                             auth_key_id,
                             session_id,
                             body: reply.body,
+                            unknown_key,
                         });
                     });
                 }
@@ -279,6 +293,14 @@ async fn run<B: Backend>(
                 while let Some(answer) = next {
                     match session.as_mut() {
                         Some(current) if current.serves(answer.auth_key_id, answer.session_id) => {
+                            // The backend no longer knows the key: the connection ends as it
+                            // does for any unknown key, and the answers left go to the session
+                            // (which its next connection, refused too, never gets).
+                            if answer.unknown_key {
+                                framing.encode(&UNKNOWN_KEY_CODE.to_le_bytes(), &mut out);
+                                close_after_write = true;
+                                break;
+                            }
                             let reply = Outgoing { body: answer.body, content_related: true };
                             framing.encode(&current.seal(&reply), &mut out);
                         }

@@ -2,9 +2,9 @@
 //! parity, duplicates and age; seq_no parity and order; server salt), answers the service
 //! messages itself (`ping`, `ping_delay_disconnect`, `msgs_ack`, `get_future_salts`,
 //! `destroy_session`, state and resend requests, `rpc_drop_answer`), opens `msg_container` and
-//! `gzip_packed`, strips the invoke wrappers (`invokeWithLayer`, `initConnection`, …), checks
-//! `auth.bindTempAuthKey`, and hands each remaining API call to the [`Backend`], answering with
-//! `rpc_result`. What must outlive the connection (answers, running calls, seq_no) is the
+//! `gzip_packed`, strips the invoke wrappers (`invokeWithLayer`, `initConnection`, …, keeping
+//! what `invokeAfterMsg(s)` says the call waits for), checks `auth.bindTempAuthKey`, and hands
+//! each remaining API call to the [`Backend`], answering with `rpc_result`. What must outlive the connection (answers, running calls, seq_no) is the
 //! session's [`Shared`] state (see [`crate::parked`]).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +24,10 @@ use crate::parked::{AnswerSender, Parked, Shared};
 use crate::rsa_key::ServerKey;
 use crate::wire::{self, Tail};
 
+/// The transport-level error a client gets for an auth key the server does not know: it
+/// makes a new key.
+pub const UNKNOWN_KEY_CODE: i32 = -404;
+
 /// An API call's failure as the client sees it: `rpc_error` with Telegram's code and name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RpcError {
@@ -37,6 +41,19 @@ impl RpcError {
             code,
             message: message.into(),
         }
+    }
+
+    /// What a backend answers a call with when it no longer knows the call's auth key (a
+    /// temporary key replaced or ended since its connection found it). The client is not sent
+    /// an `rpc_error`: it hears what any unknown key gets, a transport-level `-404` that closes
+    /// the connection, and makes a new key, as it would on its next connection anyway.
+    pub fn unknown_key() -> RpcError {
+        RpcError::new(UNKNOWN_KEY_CODE, "AUTH_KEY_UNKNOWN")
+    }
+
+    /// See [`RpcError::unknown_key`].
+    pub fn is_unknown_key(&self) -> bool {
+        self.code == UNKNOWN_KEY_CODE
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -75,6 +92,9 @@ pub struct Call {
     /// Identifies the connection among the server's (see [`Session::on_connection`]): a
     /// backend keeps per-connection state, such as a live update feed, by it.
     pub connection_id: u64,
+    /// Earlier requests of the session this call runs after (`invokeAfterMsg`,
+    /// `invokeAfterMsgs`): the server calls the backend once their calls have returned.
+    pub after: Vec<i64>,
 }
 
 /// A key as the backend stores it: the key, and when a temporary key expires.
@@ -113,7 +133,9 @@ pub trait Backend: Send + Sync + 'static {
     /// acts for the permanent one until `expires_at` (which also ends the temporary key if it is
     /// earlier than its own expiry). A permanent key has one temporary key at a time: binding
     /// another replaces it. A temporary key already bound to another permanent key is
-    /// `TEMP_AUTH_KEY_ALREADY_BOUND` (binding it again to the same one is fine).
+    /// `TEMP_AUTH_KEY_ALREADY_BOUND` (binding it again to the same one is fine). A temporary key
+    /// the backend no longer knows is [`RpcError::unknown_key`], which ends the connection with
+    /// `-404`.
     fn bind_temp_key(
         &self,
         temp_auth_key_id: i64,
@@ -121,7 +143,8 @@ pub trait Backend: Send + Sync + 'static {
         expires_at: i32,
     ) -> impl Future<Output = Result<(), RpcError>> + Send;
     /// One API call (the unwrapped query, constructor id first); the answer is a serialised
-    /// TL object.
+    /// TL object. [`RpcError::unknown_key`] when the call's key is no longer known: the
+    /// connection then ends with a transport-level `-404`.
     fn call(
         &self,
         call: Call,
@@ -572,13 +595,16 @@ impl Session {
             }
             _ => match self.unwrap_invoke(body) {
                 // Sent inside the invoke wrappers (a client's first call often is).
-                Some(query)
+                Some((query, _))
                     if oxigram_tl::constructor_id(&query)
                         == Some(functions::auth::BindTempAuthKey::CONSTRUCTOR_ID) =>
                 {
                     self.bind_call(msg_id, &query[4..], actions);
                 }
-                Some(query) => {
+                Some((query, mut after)) => {
+                    // Only earlier messages: a call waits for no later one (nor itself), so
+                    // waits never go round in a circle.
+                    after.retain(|earlier| *earlier < msg_id);
                     let call = Call {
                         auth_key_id: self.key.id(),
                         session_id: self.session_id.unwrap_or_default(),
@@ -587,8 +613,12 @@ impl Session {
                         device_model: self.device_model.clone(),
                         push: self.push.clone(),
                         connection_id: self.connection_id,
+                        after,
                     };
-                    self.shared.lock().running.insert(msg_id);
+                    let mut shared = self.shared.lock();
+                    shared.running.insert(msg_id);
+                    shared.returning.insert(msg_id);
+                    drop(shared);
                     actions.calls.push((msg_id, call, query));
                 }
                 None => actions.send.push(rpc_error(
@@ -670,8 +700,9 @@ impl Session {
     }
 
     /// Strips `invokeWithLayer`, `initConnection`, `invokeWithoutUpdates` and `invokeAfterMsg(s)`
-    /// (recording the layer and device), leaving the call itself.
-    fn unwrap_invoke(&mut self, mut body: Vec<u8>) -> Option<Vec<u8>> {
+    /// (recording the layer and device), leaving the call itself and the requests it runs after.
+    fn unwrap_invoke(&mut self, mut body: Vec<u8>) -> Option<(Vec<u8>, Vec<i64>)> {
+        let mut after = Vec::new();
         loop {
             let id = oxigram_tl::constructor_id(&body)?;
             let mut cursor = Cursor::from_slice(&body[4..]);
@@ -695,18 +726,18 @@ impl Session {
                         .0
                 }
                 functions::InvokeAfterMsg::<Tail>::CONSTRUCTOR_ID => {
-                    functions::InvokeAfterMsg::<Tail>::deserialize(&mut cursor)
-                        .ok()?
-                        .query
-                        .0
+                    let wrapped =
+                        functions::InvokeAfterMsg::<Tail>::deserialize(&mut cursor).ok()?;
+                    after.push(wrapped.msg_id);
+                    wrapped.query.0
                 }
                 functions::InvokeAfterMsgs::<Tail>::CONSTRUCTOR_ID => {
-                    functions::InvokeAfterMsgs::<Tail>::deserialize(&mut cursor)
-                        .ok()?
-                        .query
-                        .0
+                    let wrapped =
+                        functions::InvokeAfterMsgs::<Tail>::deserialize(&mut cursor).ok()?;
+                    after.extend(wrapped.msg_ids);
+                    wrapped.query.0
                 }
-                _ => return Some(body),
+                _ => return Some((body, after)),
             };
         }
     }
@@ -1223,6 +1254,7 @@ mod tests {
                 auth_key_id: key().id(),
                 session_id: 42,
                 body: rpc_result(req, &true.to_bytes()).body,
+                unknown_key: false,
             });
         }
         let mut answered_to = Vec::new();

@@ -92,8 +92,10 @@ pub fn user(user: &ox::User, is_self: bool) -> enums::User {
         bot_guestchat: false,
         bot_guard: false,
         id: user.id,
-        // oxigram needs no access hashes: a peer is checked by the viewer's rights on every call.
-        access_hash: Some(0),
+        // oxigram needs no access hashes: a peer is checked by the viewer's rights on every call,
+        // and whatever a client hands back is ignored. It is not 0, though: stock clients keep
+        // only users with a nonzero hash in their entity cache, where Telethon looks up "me".
+        access_hash: Some(user.id),
         first_name: text(&user.first_name),
         last_name: text(&user.last_name),
         username: text(&user.username),

@@ -2,7 +2,8 @@
 //! made a call (as Telegram starts pushing after a session's first call): the gRPC door's own
 //! update stream (`Updates.Stream` from now on, attached to the hub and routed by dispatch like
 //! any device's), each event translated to the Updates Telegram pushes for it. The feed ends
-//! with the connection, when the device logs out, or at shutdown.
+//! with the connection, when the device logs out, at shutdown, or, for a temporary key, once
+//! another temporary key is bound to its permanent key.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -41,8 +42,9 @@ impl Feeds {
         };
         let (feeds, gateway) = (self.clone(), gateway.clone());
         let (push, connection_id) = (call.push.clone(), call.connection_id);
+        let bound = (!super::acts_as_itself(call.auth_key_id, header)).then_some(call.auth_key_id);
         tokio::spawn(async move {
-            run(&gateway, user_id, events, &push).await;
+            run(&gateway, user_id, events, &push, bound).await;
             feeds.forget(connection_id);
         });
     }
@@ -69,8 +71,15 @@ async fn open(gateway: &Arc<Gateway>, header: &str) -> Option<(i64, EventStream)
     }
 }
 
-/// Feeds one connection until it closes or its stream ends.
-async fn run(gateway: &Arc<Gateway>, user_id: i64, mut events: EventStream, push: &Pusher) {
+/// Feeds one connection until it closes or its stream ends; `bound`, the connection's
+/// temporary key when it acts for a permanent one.
+async fn run(
+    gateway: &Arc<Gateway>,
+    user_id: i64,
+    mut events: EventStream,
+    push: &Pusher,
+    bound: Option<i64>,
+) {
     let _open = super::metrics::feed_opened();
     let mut known = HashSet::from([user_id]);
     loop {
@@ -81,6 +90,17 @@ async fn run(gateway: &Arc<Gateway>, user_id: i64, mut events: EventStream, push
         let Some(Ok(event)) = event else {
             return;
         };
+        // The stream is the permanent key's, which a replaced temporary key no longer acts for:
+        // it gets nothing more (from the moment it was replaced on the instance that bound the
+        // new key, within the cache's check on the others), and its next call ends its
+        // connection. A failure to tell is not a replacement: the push goes on.
+        if let Some(key) = bound
+            && super::acting_header(gateway, key)
+                .await
+                .is_err_and(|e| e.is_unknown_key())
+        {
+            return;
+        }
         match updates::pushed(gateway, user_id, event, &mut known).await {
             Ok(Some(pushed)) => {
                 let outgoing = Outgoing {

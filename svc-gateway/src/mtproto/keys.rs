@@ -1,4 +1,5 @@
-//! MTProto auth keys in the gateway's accounts schema (all by the primary key of auth_keys).
+//! MTProto auth keys in the gateway's accounts schema (by the primary key of auth_keys, and a
+//! permanent key's temporary keys by auth_keys_perm_key).
 
 use sqlx::PgPool;
 
@@ -36,10 +37,11 @@ pub async fn find(pool: &PgPool, id: i64) -> Result<Option<(Vec<u8>, Option<i64>
     Ok(row.and_then(|(key, expires_at)| key.map(|key| (key, expires_at))))
 }
 
-/// Who a key acts as: itself, or the permanent key it is bound to (id and key bytes).
+/// Who an unexpired key acts as: itself, or the permanent key it is bound to (id and key
+/// bytes); `None` once the key expired or was ended by another binding.
 pub async fn acting_key(pool: &PgPool, id: i64) -> Result<Option<(i64, Vec<u8>)>, sqlx::Error> {
     let row: Option<(i64, Option<Vec<u8>>)> = sqlx::query_as(
-        "SELECT p.id, p.mtproto_key FROM auth_keys k JOIN auth_keys p ON p.id = coalesce(k.perm_key_id, k.id) WHERE k.id = $1",
+        "SELECT p.id, p.mtproto_key FROM auth_keys k JOIN auth_keys p ON p.id = coalesce(k.perm_key_id, k.id) WHERE k.id = $1 AND (k.expires_at IS NULL OR k.expires_at > now())",
     )
     .bind(id)
     .fetch_optional(pool)
@@ -47,25 +49,46 @@ pub async fn acting_key(pool: &PgPool, id: i64) -> Result<Option<(i64, Vec<u8>)>
     Ok(row.and_then(|(id, key)| key.map(|key| (id, key))))
 }
 
+/// What binding a temporary key did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binding {
+    /// Bound; these other temporary keys of the permanent key ended.
+    Bound { ended: Vec<i64> },
+    /// The key is signed in itself or bound to another permanent key.
+    Refused,
+    /// The key expired or was ended (replaced) since its connection found it.
+    Ended,
+}
+
 /// Binds a temporary key to a permanent one until `expires_at` (unix seconds), which ends the
-/// key if it is earlier than its own expiry; `false` when the key is signed in itself or bound
-/// to another permanent key.
+/// key if it is earlier than its own expiry, and ends every other temporary key bound to the
+/// permanent one (see `sql/bind_temp_key.sql`).
 pub async fn bind_temp(
     pool: &PgPool,
     temp_id: i64,
     perm_id: i64,
     expires_at: i32,
-) -> Result<bool, sqlx::Error> {
-    Ok(sqlx::query(
-        "UPDATE auth_keys SET perm_key_id = $2, expires_at = least(expires_at, to_timestamp($3)) WHERE id = $1 AND user_id IS NULL AND (perm_key_id IS NULL OR perm_key_id = $2)",
-    )
-    .bind(temp_id)
-    .bind(perm_id)
-    .bind(f64::from(expires_at))
-    .execute(pool)
-    .await?
-    .rows_affected()
-        == 1)
+) -> Result<Binding, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    // Binds to one permanent key take turns on its row (primary key): each then reads the
+    // bindings the one before it committed, so two new temporary keys never both stay bound.
+    sqlx::query("SELECT FROM auth_keys WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(perm_id)
+        .execute(&mut *tx)
+        .await?;
+    let (bound, live, ended): (bool, bool, Vec<i64>) =
+        sqlx::query_as(include_str!("../../sql/bind_temp_key.sql"))
+            .bind(temp_id)
+            .bind(perm_id)
+            .bind(f64::from(expires_at))
+            .fetch_one(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    Ok(match (bound, live) {
+        (true, _) => Binding::Bound { ended },
+        (false, true) => Binding::Refused,
+        (false, false) => Binding::Ended,
+    })
 }
 
 /// Records the device a key's client named in `initConnection` (what the authorizations list

@@ -10,7 +10,7 @@ mod api;
 mod convert;
 mod entities;
 mod feed;
-mod keys;
+pub mod keys;
 mod media;
 mod messages;
 mod metrics;
@@ -37,9 +37,6 @@ pub use advertised::{Advertised, advertised};
 pub struct Door {
     gateway: Arc<Gateway>,
     key: ServerKey,
-    /// Key id → (acting key id, its gRPC header value); a key's acting key never changes once
-    /// used, so entries need no expiry.
-    acting: Mutex<HashMap<i64, (i64, String)>>,
     /// Login codes of sign-ins that found no account, for the sign-up after them.
     codes: Mutex<HashMap<String, String>>,
     /// The connections that get live updates.
@@ -52,24 +49,28 @@ pub struct Door {
     advertised: Advertised,
 }
 
-impl Door {
-    /// The `x-oxigram-auth-key` value a key's calls carry.
-    async fn header_for(&self, auth_key_id: i64) -> Result<String, RpcError> {
-        if let Ok(cache) = self.acting.lock()
-            && let Some((_, header)) = cache.get(&auth_key_id)
-        {
-            return Ok(header.clone());
-        }
-        let (id, key) = keys::acting_key(&self.gateway.pool, auth_key_id)
-            .await
-            .map_err(|e| convert::rpc_error(&Error::from(e).into()))?
-            .ok_or_else(|| RpcError::new(401, "AUTH_KEY_INVALID"))?;
-        let header = format!("{id}:{}", hex::encode(key));
-        if let Ok(mut cache) = self.acting.lock() {
-            cache.insert(auth_key_id, (id, header.clone()));
-        }
-        Ok(header)
+/// The `x-oxigram-auth-key` value a key's calls carry: the key's own, or that of the permanent
+/// key a temporary key is bound to (cached with the auth keys, see `cache`). A key expired or
+/// ended since its connection found it (replaced by another binding of its permanent key) is
+/// unknown: the connection ends with `-404`.
+async fn acting_header(gateway: &Gateway, auth_key_id: i64) -> Result<String, RpcError> {
+    if let Some(header) = gateway.caches.acting_key(auth_key_id) {
+        return Ok(header);
     }
+    let (id, key) = keys::acting_key(&gateway.pool, auth_key_id)
+        .await
+        .map_err(|e| convert::rpc_error(&Error::from(e).into()))?
+        .ok_or_else(RpcError::unknown_key)?;
+    let header = format!("{id}:{}", hex::encode(key));
+    gateway.caches.put_acting_key(auth_key_id, header.clone());
+    Ok(header)
+}
+
+/// Whether an acting header is the key's own (a permanent key, or a temporary one not bound).
+fn acts_as_itself(auth_key_id: i64, header: &str) -> bool {
+    header
+        .split_once(':')
+        .is_some_and(|(id, _)| id == auth_key_id.to_string())
 }
 
 impl Door {
@@ -132,18 +133,20 @@ impl Backend for Door {
         let bound = keys::bind_temp(&self.gateway.pool, temp, perm, expires_at)
             .await
             .map_err(|e| convert::rpc_error(&Error::from(e).into()))?;
-        if bound {
-            if let Ok(mut cache) = self.acting.lock() {
-                cache.remove(&temp);
+        match bound {
+            keys::Binding::Bound { mut ended } => {
+                // This instance at once; the others when they next ask which keys were rebound.
+                ended.push(temp);
+                self.gateway.caches.forget_acting_keys(&ended);
+                Ok(())
             }
-            Ok(())
-        } else {
-            Err(RpcError::new(400, "TEMP_AUTH_KEY_ALREADY_BOUND"))
+            keys::Binding::Refused => Err(RpcError::new(400, "TEMP_AUTH_KEY_ALREADY_BOUND")),
+            keys::Binding::Ended => Err(RpcError::unknown_key()),
         }
     }
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
-        let header = self.header_for(call.auth_key_id).await?;
+        let header = acting_header(&self.gateway, call.auth_key_id).await?;
         self.describe(&call).await;
         let started = std::time::Instant::now();
         let answer = api::answer(self, &header, &call, &query).await;
@@ -200,7 +203,6 @@ pub async fn serve(gateway: Arc<Gateway>, shutdown: CancellationToken) -> anyhow
     let door = Arc::new(Door {
         gateway,
         key,
-        acting: Mutex::default(),
         codes: Mutex::default(),
         feeds: feed::Feeds::default(),
         described: Mutex::default(),

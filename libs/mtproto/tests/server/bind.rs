@@ -237,3 +237,25 @@ async fn a_temporary_key_is_unknown_once_it_expires() -> Result<(), ClientError>
     assert_eq!(acting(&mut permanent).await?, perm.id());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_temporary_key_the_backend_ended_cannot_bind_and_gets_404() -> Result<(), ClientError> {
+    let (addr, backend) = start().await;
+    let server = || backend.key.public();
+    let perm = Client::connect(&addr, server(), Options::default())
+        .await?
+        .auth_key()
+        .clone();
+    let mut temp = Client::connect_temporary(&addr, server(), Options::default(), 3600).await?;
+    assert_eq!(acting(&mut temp).await?, temp.auth_key().id());
+    // Ended while its connection is open: a bind over it (which would end the permanent key's
+    // current temporary key) is the transport's -404, and binds nothing.
+    backend.forget(temp.auth_key().id());
+    let bind = temp.bind_temp_key(&perm, now() + 3600).await;
+    assert!(
+        matches!(bind, Err(ClientError::Transport(-404))),
+        "{bind:?}"
+    );
+    assert!(backend.binds().is_empty());
+    Ok(())
+}

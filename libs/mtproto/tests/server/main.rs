@@ -7,7 +7,7 @@ mod bad_msg;
 mod bind;
 mod reconnect;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +27,8 @@ struct Memory {
     keys: Mutex<HashMap<i64, StoredKey>>,
     /// Temporary key → the permanent key it acts for.
     binds: Mutex<HashMap<i64, i64>>,
+    /// Keys the backend no longer knows (see `forget`), although they are still in `keys`.
+    forgotten: Mutex<HashSet<i64>>,
     /// `help.getInviteText` is slow: each call waits for a permit, and is counted.
     gate: tokio::sync::Semaphore,
     slow_calls: AtomicUsize,
@@ -35,6 +37,19 @@ struct Memory {
 impl Memory {
     fn binds(&self) -> HashMap<i64, i64> {
         self.binds.lock().map(|b| b.clone()).unwrap_or_default()
+    }
+
+    /// From now on the backend does not know the key, as a store that ended it would not.
+    fn forget(&self, auth_key_id: i64) {
+        if let Ok(mut forgotten) = self.forgotten.lock() {
+            forgotten.insert(auth_key_id);
+        }
+    }
+
+    fn knows(&self, auth_key_id: i64) -> bool {
+        self.forgotten
+            .lock()
+            .is_ok_and(|forgotten| !forgotten.contains(&auth_key_id))
     }
 
     /// The key a call over `auth_key_id` acts as.
@@ -52,6 +67,9 @@ impl Backend for Memory {
     }
 
     async fn find_key(&self, auth_key_id: i64) -> Option<StoredKey> {
+        if !self.knows(auth_key_id) {
+            return None;
+        }
         self.keys.lock().ok()?.get(&auth_key_id).cloned()
     }
 
@@ -70,6 +88,9 @@ impl Backend for Memory {
         fn internal<T>(_: T) -> RpcError {
             RpcError::new(500, "INTERNAL")
         }
+        if !self.knows(temp) {
+            return Err(RpcError::unknown_key());
+        }
         let mut binds = self.binds.lock().map_err(internal)?;
         if binds.get(&temp).is_some_and(|bound| *bound != perm) {
             return Err(RpcError::new(400, "TEMP_AUTH_KEY_ALREADY_BOUND"));
@@ -85,6 +106,9 @@ impl Backend for Memory {
     }
 
     async fn call(&self, call: Call, query: Vec<u8>) -> Result<Vec<u8>, RpcError> {
+        if !self.knows(call.auth_key_id) {
+            return Err(RpcError::unknown_key());
+        }
         match oxigram_tl::constructor_id(&query) {
             Some(functions::help::GetInviteText::CONSTRUCTOR_ID) => {
                 self.slow_calls.fetch_add(1, Ordering::SeqCst);
@@ -132,6 +156,7 @@ async fn start_with(parked: Arc<Parked>) -> (String, Arc<Memory>) {
         key: ServerKey::generate().unwrap_or_else(|e| panic!("{e}")),
         keys: Mutex::default(),
         binds: Mutex::default(),
+        forgotten: Mutex::default(),
         gate: tokio::sync::Semaphore::new(0),
         slow_calls: AtomicUsize::new(0),
     });
@@ -228,5 +253,157 @@ async fn an_unknown_key_gets_404_and_a_bad_frame_closes_only_its_connection()
     );
     let enums::NearestDc::Dc(nearest) = good.invoke(&functions::help::GetNearestDc {}).await?;
     assert_eq!(nearest.this_dc, 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_key_the_backend_no_longer_knows_gets_404_on_its_open_connection()
+-> Result<(), ClientError> {
+    let parked = Arc::new(Parked::default());
+    let (addr, backend) = start_with(parked.clone()).await;
+    let mut gone = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let mut kept = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let (key, session_id) = (gone.auth_key().clone(), gone.session_id());
+    for client in [&mut gone, &mut kept] {
+        let enums::help::SupportName::Name(name) =
+            client.invoke(&functions::help::GetSupportName {}).await?;
+        assert_eq!(name.name, client.auth_key().id().to_string());
+    }
+
+    let pending = parked.pending(key.id(), session_id);
+    assert!(pending.is_some());
+
+    // The backend ends the key while its connection is open: the next call is the transport's
+    // -404, as on a new connection, not an rpc_error the client would take for the call's.
+    backend.forget(key.id());
+    let open = gone.invoke(&functions::help::GetSupportName {}).await;
+    assert!(
+        matches!(open, Err(ClientError::Transport(-404))),
+        "{open:?}"
+    );
+    let mut again = Client::reconnect(&addr, key.clone(), Options::default()).await?;
+    let fresh = again.invoke(&functions::help::GetSupportName {}).await;
+    assert!(
+        matches!(fresh, Err(ClientError::Transport(-404))),
+        "{fresh:?}"
+    );
+    // The refused call's answer is not kept for a connection that cannot come.
+    for _ in 0..500 {
+        if parked.connections(key.id(), session_id) == Some(0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(parked.connections(key.id(), session_id), Some(0));
+    assert_eq!(parked.pending(key.id(), session_id), pending);
+    // Another key's connection goes on.
+    let enums::help::SupportName::Name(name) =
+        kept.invoke(&functions::help::GetSupportName {}).await?;
+    assert_eq!(name.name, kept.auth_key().id().to_string());
+    Ok(())
+}
+
+/// The requests the answers among the next messages are to, in the order they came, until the
+/// pong to `ping_msg_id`.
+async fn answered_until_pong(
+    client: &mut Client,
+    ping_msg_id: i64,
+) -> Result<Vec<i64>, ClientError> {
+    use oxigram_tl::{Cursor, Deserializable};
+    let mut answered = Vec::new();
+    loop {
+        let message = client.receive_message().await?;
+        let body = &message.body;
+        match oxigram_tl::constructor_id(body) {
+            Some(oxigram_mtproto::wire::RPC_RESULT) => {
+                if let Some((req, _)) = oxigram_mtproto::wire::parse_rpc_result(&body[4..]) {
+                    answered.push(req);
+                }
+            }
+            Some(types::Pong::CONSTRUCTOR_ID) => {
+                let pong = types::Pong::deserialize(&mut Cursor::from_slice(&body[4..]));
+                if pong.is_ok_and(|pong| pong.msg_id == ping_msg_id) {
+                    return Ok(answered);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn invoke_after_msg_runs_a_call_once_the_one_it_names_returned() -> Result<(), ClientError> {
+    let (addr, backend) = start().await;
+    let mut client = Client::connect(&addr, backend.key.public(), Options::default()).await?;
+    let enums::NearestDc::Dc(nearest) = client.invoke(&functions::help::GetNearestDc {}).await?;
+    assert_eq!(nearest.this_dc, 1);
+
+    // A slow call, one chained after it, one chained after a message never sent, and one
+    // naming itself (it would wait for ever).
+    let slow = client
+        .send(functions::help::GetInviteText {}.to_bytes(), true)
+        .await?;
+    let chained = client
+        .send(
+            functions::InvokeAfterMsg {
+                msg_id: slow,
+                query: functions::help::GetSupportName {},
+            }
+            .to_bytes(),
+            true,
+        )
+        .await?;
+    let unknown = client
+        .send(
+            functions::InvokeAfterMsgs {
+                msg_ids: vec![slow - 4, chained - 4],
+                query: functions::help::GetSupportName {},
+            }
+            .to_bytes(),
+            true,
+        )
+        .await?;
+    let (own_id, own_seq_no) = (client.next_msg_id(), client.next_seq_no(true));
+    let own = functions::InvokeAfterMsg {
+        msg_id: own_id,
+        query: functions::help::GetSupportName {},
+    };
+    client
+        .send_message(own_id, own_seq_no, own.to_bytes())
+        .await?;
+
+    // While the slow call runs, only the chained call waits.
+    let ping = client
+        .send(functions::Ping { ping_id: 1 }.to_bytes(), true)
+        .await?;
+    let mut answered = answered_until_pong(&mut client, ping).await?;
+    for _ in 0..100 {
+        if answered.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let ping = client
+            .send(functions::Ping { ping_id: 2 }.to_bytes(), true)
+            .await?;
+        answered.extend(answered_until_pong(&mut client, ping).await?);
+    }
+    answered.sort_unstable();
+    assert_eq!(answered, [unknown, own_id]);
+    assert_eq!(backend.slow_calls.load(Ordering::SeqCst), 1);
+
+    // Once it returns, the chained call runs, and its answer comes after the slow one's.
+    backend.gate.add_permits(1);
+    let mut answered = Vec::new();
+    for _ in 0..100 {
+        let ping = client
+            .send(functions::Ping { ping_id: 3 }.to_bytes(), true)
+            .await?;
+        answered.extend(answered_until_pong(&mut client, ping).await?);
+        if answered.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(answered, [slow, chained]);
     Ok(())
 }
