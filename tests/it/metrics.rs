@@ -58,9 +58,11 @@ async fn traffic_shows_in_the_metrics() -> anyhow::Result<()> {
         ("oxigram_streams_open", 1.0),
         (r#"oxigram_pushes_total{result="delivered"}"#, 3.0),
         ("oxigram_difference_updates_count", 1.0),
+        // Alice's first send asks Redis and brings back a lease; the sends after it are decided
+        // on the instance while the lease lasts, which depends on how fast they come.
         (
             r#"oxigram_rate_limit_checks_total{rule="send",decided="redis"}"#,
-            3.0,
+            1.0,
         ),
         (r#"oxigram_redis_breaker_open{service="gateway"}"#, 0.0),
     ];
