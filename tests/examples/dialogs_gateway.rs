@@ -97,7 +97,7 @@ impl Peers<'_> {
     }
     fn pinned(&self, i: usize, pinned: usize) -> bool {
         // Spread over the list, never an archived one (i % 10 == 3).
-        pinned > 0 && i % (self.0.len() / pinned) == 0
+        pinned > 0 && i.is_multiple_of(self.0.len() / pinned)
     }
 }
 
