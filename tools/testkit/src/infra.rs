@@ -177,10 +177,12 @@ pub fn unique_name(prefix: &str) -> String {
     )
 }
 
-/// Creates an empty database for one test; returns its URL.
+/// Creates an empty database for one test; returns its URL. The databases of tests whose
+/// process has ended are dropped first: a server shared by many runs keeps only the live ones.
 pub async fn fresh_database(infra: &Infra) -> anyhow::Result<String> {
     let name = unique_name("t");
     let mut admin = PgConnection::connect(&infra.admin_url).await?;
+    drop_databases_of_ended_tests(&mut admin).await;
     sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .execute(&mut admin)
         .await?;
@@ -189,6 +191,31 @@ pub async fn fresh_database(infra: &Infra) -> anyhow::Result<String> {
         .rsplit_once('/')
         .context("database URL without a database name")?;
     Ok(format!("{base}/{name}"))
+}
+
+/// Drops every `t_<pid>_<random>` database whose process is gone (names from
+/// [`unique_name`]). Best effort: a database another test is dropping at the same moment, or
+/// one in use, is left for the next test.
+async fn drop_databases_of_ended_tests(admin: &mut PgConnection) {
+    let names: Vec<String> =
+        match sqlx::query_scalar("SELECT datname FROM pg_database WHERE datname LIKE 't\\_%'")
+            .fetch_all(&mut *admin)
+            .await
+        {
+            Ok(names) => names,
+            Err(_) => return,
+        };
+    for name in names {
+        let pid = name.split('_').nth(1).and_then(|p| p.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+        let _ = sqlx::query(sqlx::AssertSqlSafe(drop))
+            .execute(&mut *admin)
+            .await;
+    }
 }
 
 /// The ports this process claimed, each by a lock on its file under `$TMPDIR/oxigram-ports`:
