@@ -1,11 +1,21 @@
 -- Users by id as one viewer ($2) finds them: her contact names for each, and whether each
--- keeps her as a contact (primary keys of users and of contacts, read both ways).
+-- keeps her as a contact (primary keys of users and of contacts, read both ways). The contact
+-- reads are one primary-key probe per user (LATERAL … LIMIT 1), so the plan stays the same
+-- whatever the page size and however the statement is prepared.
 SELECT u.id, u.phone, u.first_name, u.last_name, u.username, u.about, u.photo_file_id,
        mine.first_name AS contact_first_name,
        mine.last_name AS contact_last_name,
        (theirs.owner_id IS NOT NULL) AS keeps_viewer
 FROM users u
-LEFT JOIN contacts mine ON mine.owner_id = $2 AND mine.contact_user_id = u.id
-LEFT JOIN contacts theirs ON theirs.owner_id = u.id AND theirs.contact_user_id = $2
+LEFT JOIN LATERAL (
+    SELECT c.first_name, c.last_name FROM contacts c
+    WHERE c.owner_id = $2 AND c.contact_user_id = u.id
+    LIMIT 1
+) mine ON true
+LEFT JOIN LATERAL (
+    SELECT c.owner_id FROM contacts c
+    WHERE c.owner_id = u.id AND c.contact_user_id = $2
+    LIMIT 1
+) theirs ON true
 WHERE u.id = ANY($1)
 ORDER BY u.id

@@ -39,7 +39,7 @@ impl Profile {
             photo_id: self.photo_file_id,
             contact: false,
             mutual_contact: false,
-            // Presence is not an account's: the answer's composer sets it (`with_statuses`).
+            // Presence is not an account's: the answer's composer sets it (`Gateway::users_for`).
             status: None,
         }
     }

@@ -18,7 +18,7 @@ use oxigram_proto::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::{Gateway, acting::Acting, people};
+use crate::{Gateway, acting::Acting, messages_api::user_ids_of, people};
 
 pub struct DialogsApi(pub Arc<Gateway>);
 
@@ -39,13 +39,41 @@ impl DialogsApi {
                 .filter(|id| *id > 0)
                 .collect(),
         };
-        let messages = self.0.messages_by_ids(me, top_ids).await?;
+        if dialogs.is_empty() {
+            let messages = self.0.messages_by_ids(me, top_ids).await?;
+            return Ok(DialogsSlice {
+                dialogs,
+                messages,
+                users: Vec::new(),
+                count,
+                hash,
+                not_modified,
+            });
+        }
+        // The peers and the caller are the users a private chat's top messages name, but for a
+        // forward's original author: they are read side by side with the messages, and only
+        // a forward's author, when there is one, after them.
         let peers: Vec<i64> = dialogs.iter().map(|d| d.peer_user()).collect();
-        let users = if dialogs.is_empty() {
-            Vec::new()
-        } else {
-            self.0.users_of(me, &messages, &peers).await?
-        };
+        let mut asked = peers.clone();
+        asked.push(me);
+        let (messages, users) = tokio::join!(
+            self.0.messages_by_ids(me, top_ids),
+            self.0.users_for(me, &asked),
+        );
+        let (messages, mut users) = (messages?, users?);
+        let mut named = user_ids_of(&messages, &peers);
+        named.sort_unstable();
+        named.dedup();
+        let more: Vec<i64> = named
+            .iter()
+            .copied()
+            .filter(|id| !asked.contains(id))
+            .collect();
+        if !more.is_empty() {
+            users.extend(self.0.users_for(me, &more).await?);
+            users.sort_unstable_by_key(|u| u.id);
+        }
+        users.retain(|u| named.binary_search(&u.id).is_ok());
         Ok(DialogsSlice {
             dialogs,
             messages,

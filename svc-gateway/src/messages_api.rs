@@ -60,6 +60,25 @@ fn album_id(sender_id: i64, first_random_id: i64) -> i64 {
     (i64::from_le_bytes(id) & i64::MAX).max(1)
 }
 
+/// The ids of the users these messages name (senders, peers, and a forward's original sender
+/// and the dialog it was saved from), and `also`; repeats left in.
+pub fn user_ids_of(messages: &[Message], also: &[i64]) -> Vec<i64> {
+    let forwarded = messages.iter().filter_map(|m| m.fwd_from).flat_map(|f| {
+        [
+            Some(f.from_user_id),
+            f.saved_from_peer.and_then(|p| p.user_id()),
+        ]
+        .into_iter()
+        .flatten()
+    });
+    messages
+        .iter()
+        .flat_map(|m| [m.from_user_id, m.peer_user()])
+        .chain(forwarded)
+        .chain(also.iter().copied())
+        .collect()
+}
+
 /// Most ids a client's GetMessages may name.
 pub const MAX_CLIENT_MESSAGE_IDS: usize = 200;
 
@@ -72,21 +91,7 @@ impl Gateway {
         messages: &[Message],
         also: &[i64],
     ) -> Result<Vec<User>, Status> {
-        let forwarded = messages.iter().filter_map(|m| m.fwd_from).flat_map(|f| {
-            [
-                Some(f.from_user_id),
-                f.saved_from_peer.and_then(|p| p.user_id()),
-            ]
-            .into_iter()
-            .flatten()
-        });
-        let ids: Vec<i64> = messages
-            .iter()
-            .flat_map(|m| [m.from_user_id, m.peer_user()])
-            .chain(forwarded)
-            .chain(also.iter().copied())
-            .collect();
-        self.users_for(viewer, &ids).await
+        self.users_for(viewer, &user_ids_of(messages, also)).await
     }
 
     /// The messages of `owner_id`'s box with these ids (those she has), from svc-messages.

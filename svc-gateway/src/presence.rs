@@ -376,7 +376,7 @@ impl PresenceTracker {
     }
 
     /// Which of `viewers` see `owner`'s exact last seen: her LAST_SEEN rule and whom she keeps
-    /// as contacts (the rule `Gateway::last_seen_sights` applies; the viewers she blocked are
+    /// as contacts (the rule `Gateway::users_for` applies; the viewers she blocked are
     /// left out before). None when the rule cannot be read: the approximate status gives
     /// nothing away.
     async fn exact_last_seen_for(&self, owner: i64, viewers: &[i64]) -> HashSet<i64> {

@@ -5,11 +5,11 @@
 //! nothing at all (longer ago, never seen, or she blocked the viewer).
 
 use oxigram_proto::types::v1::{
-    User, UserStatus, UserStatusLastMonth, UserStatusLastWeek, UserStatusOffline, UserStatusOnline,
+    UserStatus, UserStatusLastMonth, UserStatusLastWeek, UserStatusOffline, UserStatusOnline,
     UserStatusRecently, user_status,
 };
 
-use crate::{Gateway, privacy::Sight, transient::now_ms};
+use crate::privacy::Sight;
 
 const DAY: i64 = 24 * 60 * 60;
 /// Last online within this long ago shows as "recently" to a viewer who may not see the time.
@@ -56,36 +56,6 @@ pub fn project(presence: Presence, sight: Sight, now: i64) -> Option<UserStatus>
         }
     };
     Some(UserStatus { kind: Some(kind) })
-}
-
-impl Gateway {
-    /// Sets each user's `status` as `viewer` sees it (her own too). When presence cannot be
-    /// read (Redis down), the users go without one: a status is never worth failing a call.
-    pub async fn with_statuses(&self, viewer: i64, users: &mut [User]) {
-        let ids: Vec<i64> = users.iter().map(|u| u.id).collect();
-        let presences = match self.presence.presences(&ids).await {
-            Ok(presences) => presences,
-            Err(err) => {
-                tracing::debug!(error = %err, "users answered without statuses");
-                return;
-            }
-        };
-        // Her LAST_SEEN rule and her blocks decide what each viewer sees; when they cannot be
-        // read, the users go without a status (a bucket could tell a blocked viewer more).
-        let sights = match self.last_seen_sights(viewer, &ids).await {
-            Ok(sights) => sights,
-            Err(err) => {
-                tracing::debug!(error = %err, "users answered without statuses");
-                return;
-            }
-        };
-        let now = now_ms() / 1000;
-        for user in users {
-            if let (Some(presence), Some(sight)) = (presences.get(&user.id), sights.get(&user.id)) {
-                user.status = project(*presence, *sight, now);
-            }
-        }
-    }
 }
 
 #[cfg(test)]

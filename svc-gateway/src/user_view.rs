@@ -4,7 +4,7 @@
 //! only where the owner's rules let this viewer see them, the viewer's own names for her
 //! contacts, and the contact flags.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use oxigram_errors::{Error, forward};
 use oxigram_proto::{messages::v1 as messages_svc, types::v1::User};
@@ -13,11 +13,15 @@ use tonic::Status;
 use crate::{
     Gateway,
     people::{self, FoundProfile, Rules},
-    privacy::{Key, Relation, Rule, Sight, last_seen_sight},
+    privacy::{Key, Relation, Rule, last_seen_sight},
+    status::project,
+    transient::now_ms,
 };
 
 /// The keys the view reads.
 pub(crate) const VIEW_KEYS: [Key; 2] = [Key::PhoneNumber, Key::ProfilePhoto];
+/// The view's keys and the last-seen rule that decides the status.
+const USER_KEYS: [Key; 3] = [Key::PhoneNumber, Key::ProfilePhoto, Key::LastSeen];
 
 /// How `viewer` sees the user she found as `found`, under the user's `rules`, when that user
 /// blocked her (`blocked_by_owner`) or not. The owner sees all of herself.
@@ -65,14 +69,15 @@ pub fn view(viewer: i64, found: FoundProfile, rules: &Rules, blocked_by_owner: b
         photo_id,
         contact,
         mutual_contact: contact && keeps_viewer,
-        // Presence is not a profile's: `Gateway::with_statuses` sets it.
+        // Presence is not a profile's: `Gateway::users_for` sets it.
         status: None,
     }
 }
 
 impl Gateway {
     /// The users with these ids as `viewer` sees them, ascending by id; unknown ids are left
-    /// out. Repeats count once.
+    /// out. Repeats count once. Profiles, rules, blocks and presence are read once each, side by
+    /// side: a page of dialogs waits for the slowest of them, not for their sum.
     pub async fn users_for(&self, viewer: i64, ids: &[i64]) -> Result<Vec<User>, Status> {
         let mut ids = ids.to_vec();
         ids.sort_unstable();
@@ -80,50 +85,46 @@ impl Gateway {
         if ids.is_empty() {
             return Ok(vec![]);
         }
-        let found = people::profiles_for_viewer(&self.pool, viewer, &ids)
-            .await
-            .map_err(Error::from)?;
-        let others: Vec<i64> = found
-            .iter()
-            .map(|f| f.profile.id)
-            .filter(|&id| id != viewer)
-            .collect();
-        let rules = people::privacy_rules(&self.pool, &others, &VIEW_KEYS)
-            .await
-            .map_err(Error::from)?;
-        let blocked_by = self.blocked_by(viewer, &others).await?;
-        let mut users: Vec<User> = found
+        let others: Vec<i64> = ids.iter().copied().filter(|&id| id != viewer).collect();
+        let (found, rules, blocked_by, presences) = tokio::join!(
+            people::profiles_for_viewer(&self.pool, viewer, &ids),
+            people::privacy_rules(&self.pool, &others, &USER_KEYS),
+            self.blocked_by(viewer, &others),
+            self.presence.presences(&ids),
+        );
+        let found = found.map_err(Error::from)?;
+        let rules = rules.map_err(Error::from)?;
+        let blocked_by = blocked_by?;
+        // A status is never worth failing a call: when presence cannot be read (Redis down),
+        // the users go without one.
+        let presences = presences
+            .inspect_err(|err| tracing::debug!(error = %err, "users answered without statuses"))
+            .unwrap_or_default();
+        let now = now_ms() / 1000;
+        Ok(found
             .into_iter()
             .map(|f| {
-                let blocked = blocked_by.contains(&f.profile.id);
-                view(viewer, f, &rules, blocked)
+                let relation = Relation {
+                    viewer_id: viewer,
+                    owner_id: f.profile.id,
+                    in_owner_contacts: f.keeps_viewer,
+                    blocked_by_owner: blocked_by.contains(&f.profile.id),
+                };
+                let presence = presences.get(&f.profile.id).copied();
+                let mut user = view(viewer, f, &rules, relation.blocked_by_owner);
+                user.status = presence.and_then(|presence| {
+                    let sight =
+                        last_seen_sight(&rules.of(relation.owner_id, Key::LastSeen), &relation);
+                    project(presence, sight, now)
+                });
+                user
             })
-            .collect();
-        self.with_statuses(viewer, &mut users).await;
-        Ok(users)
+            .collect())
     }
 
     /// The user with this id as `viewer` sees her, if she exists.
     pub async fn user_for(&self, viewer: i64, id: i64) -> Result<Option<User>, Status> {
         Ok(self.users_for(viewer, &[id]).await?.pop())
-    }
-
-    /// How much of each of `owners`' presence `viewer` sees (each owner's LAST_SEEN rule,
-    /// whether she keeps the viewer as a contact, whether she blocked her). The viewer always
-    /// sees her own exactly.
-    pub async fn last_seen_sights(
-        &self,
-        viewer: i64,
-        owners: &[i64],
-    ) -> Result<HashMap<i64, Sight>, Status> {
-        let (rules, relations) = self.relations(viewer, owners, Key::LastSeen).await?;
-        Ok(relations
-            .iter()
-            .map(|r| {
-                let sight = last_seen_sight(&rules.of(r.owner_id, Key::LastSeen), r);
-                (r.owner_id, sight)
-            })
-            .collect())
     }
 
     /// Which of `owners` let `viewer` find them by phone (ResolvePhone, ImportContacts).
