@@ -68,6 +68,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A message's file is large beside the rest of a message and absent from most: boxed, a
     // plain message stays small (updates and events carry many).
     config.boxed(".oxigram.types.v1.Message.media");
+    // A file's bytes pass through the gateway and svc-media as `Bytes`: decoded without a copy
+    // (a slice of the received buffer) and handed on to the next hop or the blob store as is.
+    config.bytes([
+        ".oxigram.types.v1.SaveFilePartRequest.bytes",
+        ".oxigram.types.v1.FileChunk.bytes",
+    ]);
     config.file_descriptor_set_path(out.join("oxigram_descriptor.bin"));
     config.service_generator(Box::new(CodecBySide {
         client_api_clients: tonic_prost_build::configure()

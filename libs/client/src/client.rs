@@ -20,6 +20,7 @@ use oxigram_proto::{
         dialogs_client::DialogsClient, messages_client::MessagesClient,
         updates_client::UpdatesClient, users_client::UsersClient,
     },
+    http2,
     types::v1::{
         DialogFilter, DialogFilters, EditPeerFoldersRequest, GetNotifySettingsRequest,
         GetPeerDialogsRequest, GetPeerSettingsRequest, HidePeerSettingsBarRequest, InputFolderPeer,
@@ -48,6 +49,9 @@ pub async fn connect(address: &str) -> Result<Channel, Error> {
         .map_err(|_| Error::BadAddress(address.to_owned()))?
         .connect_timeout(CONNECT_TIMEOUT)
         .tcp_nodelay(true)
+        .initial_stream_window_size(http2::STREAM_WINDOW)
+        .initial_connection_window_size(http2::CONNECTION_WINDOW)
+        .max_frame_size(http2::MAX_FRAME)
         .connect()
         .await
         .map_err(|source| Error::Unreachable {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use oxigram_outbox::Refused;
+use oxigram_proto::http2;
 use oxigram_telemetry::propagation::TracePropagation;
 use tokio_util::sync::CancellationToken;
 use tonic::{service::interceptor::InterceptedService, transport::Endpoint};
@@ -28,6 +29,9 @@ pub fn channel(endpoint: &str, timeout: Duration) -> anyhow::Result<GrpcChannel>
             .timeout(timeout)
             .tcp_nodelay(true)
             .http2_keep_alive_interval(Duration::from_secs(20))
+            .initial_stream_window_size(http2::STREAM_WINDOW)
+            .initial_connection_window_size(http2::CONNECTION_WINDOW)
+            .max_frame_size(http2::MAX_FRAME)
     };
     let (remote, addresses) =
         crate::balance::remote_channel(endpoint, connection, &crate::balance::discovery())?;

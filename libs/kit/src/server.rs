@@ -13,7 +13,10 @@ use futures::{
     future::{Either, MapOk},
 };
 use oxigram_errors::ERROR_CODE_HEADER;
-use oxigram_proto::codec::{CLIENT_API_PATH_PREFIX, request_invalid};
+use oxigram_proto::{
+    codec::{CLIENT_API_PATH_PREFIX, request_invalid},
+    http2,
+};
 use oxigram_telemetry::propagation::GrpcMakeSpan;
 use tokio_util::sync::CancellationToken;
 use tonic::{Code, Status, body::Body, service::Routes, transport::Server};
@@ -158,6 +161,9 @@ impl GrpcServer {
             .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
             .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
             .tcp_keepalive(Some(KEEPALIVE_INTERVAL))
+            .initial_stream_window_size(http2::STREAM_WINDOW)
+            .initial_connection_window_size(http2::CONNECTION_WINDOW)
+            .max_frame_size(http2::MAX_FRAME)
             .layer(trace)
             .layer(metered)
             .layer(self.admission)

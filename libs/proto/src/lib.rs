@@ -9,6 +9,7 @@
 
 pub mod codec;
 pub mod dialog_rules;
+pub mod http2;
 
 pub use dialog_rules::dialogs_hash;
 
