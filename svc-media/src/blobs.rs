@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use object_store::{
     ObjectStore, ObjectStoreExt, PutPayload, aws::AmazonS3Builder, local::LocalFileSystem,
     path::Path,
@@ -69,26 +70,24 @@ impl Blobs {
     }
 
     /// Stores `bytes` under `key`: a fresh key of the caller's (no blob is ever written twice).
-    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
+    pub async fn put(&self, key: &str, bytes: impl Into<Bytes>) -> Result<(), BlobError> {
         self.store
-            .put(&Path::from(key), PutPayload::from(bytes))
+            .put(&Path::from(key), PutPayload::from(bytes.into()))
             .await?;
         Ok(())
     }
 
     /// The bytes of `key` in `start..end` (the caller keeps `end` within the blob).
-    pub async fn read_range(&self, key: &str, start: u64, end: u64) -> Result<Vec<u8>, BlobError> {
+    pub async fn read_range(&self, key: &str, start: u64, end: u64) -> Result<Bytes, BlobError> {
         if end <= start {
-            return Ok(vec![]);
+            return Ok(Bytes::new());
         }
-        let bytes = self.store.get_range(&Path::from(key), start..end).await?;
-        Ok(bytes.to_vec())
+        self.store.get_range(&Path::from(key), start..end).await
     }
 
     /// The whole blob `key`, for small ones only (a part to hash, an image to make sizes of).
-    pub async fn read_all(&self, key: &str) -> Result<Vec<u8>, BlobError> {
-        let got = self.store.get(&Path::from(key)).await?;
-        Ok(got.bytes().await?.to_vec())
+    pub async fn read_all(&self, key: &str) -> Result<Bytes, BlobError> {
+        self.store.get(&Path::from(key)).await?.bytes().await
     }
 
     /// Deletes `key`; a key that is not there is no error.

@@ -6,6 +6,7 @@
 //! `outbound` module.
 
 pub mod blobs;
+mod running_hash;
 mod service;
 pub mod sizes;
 pub mod store;

@@ -2,6 +2,7 @@
 //! or by a reader whose right the gateway checked through a message), the snapshot a message
 //! keeps of a file (a photo's sizes made here), instant upload by hash, and the collector.
 
+use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
@@ -21,6 +22,7 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     blobs::Blobs,
+    running_hash::RunningHashes,
     sizes::{self, Photo},
     store::{self, StoredFile},
 };
@@ -43,11 +45,16 @@ const GC_BATCH: i64 = 500;
 pub struct MediaService {
     pool: PgPool,
     blobs: Blobs,
+    hashes: RunningHashes,
 }
 
 impl MediaService {
     pub fn new(pool: PgPool, blobs: Blobs) -> Self {
-        Self { pool, blobs }
+        Self {
+            pool,
+            blobs,
+            hashes: RunningHashes::default(),
+        }
     }
 }
 
@@ -115,31 +122,48 @@ impl MediaService {
     /// blobs the window spans, in order.
     async fn chunk(&self, file: &StoredFile, offset: i64, limit: i32) -> Result<FileChunk, Status> {
         let end = (offset + i64::from(limit)).min(file.size);
-        let mut bytes = Vec::new();
-        if offset < file.size {
-            let blobs = store::blobs_in_window(&self.pool, file.file_id, offset, end)
-                .await
-                .map_err(Error::from)?;
-            let store = self.blobs.clone();
-            let reads = blobs.into_iter().map(move |b| {
-                let from = (offset.max(b.byte_offset) - b.byte_offset) as u64;
-                let to = (end.min(b.byte_offset + b.size) - b.byte_offset) as u64;
-                let store = store.clone();
-                async move { store.read_range(&b.blob_key, from, to).await }
+        if offset >= file.size {
+            return Ok(FileChunk {
+                bytes: Bytes::new(),
+                size: file.size,
             });
-            let mut reads = futures::stream::iter(reads).buffered(WINDOW_READS);
-            bytes.reserve((end - offset) as usize);
-            while let Some(read) = reads.next().await {
-                bytes.extend_from_slice(&read.map_err(io)?);
+        }
+        let blobs = store::blobs_in_window(&self.pool, file.file_id, offset, end)
+            .await
+            .map_err(Error::from)?;
+        let store = self.blobs.clone();
+        let reads = blobs.into_iter().map(move |b| {
+            let from = (offset.max(b.byte_offset) - b.byte_offset) as u64;
+            let to = (end.min(b.byte_offset + b.size) - b.byte_offset) as u64;
+            let store = store.clone();
+            async move { store.read_range(&b.blob_key, from, to).await }
+        });
+        let mut reads = futures::stream::iter(reads).buffered(WINDOW_READS);
+        // A window within one blob is that blob's read as it came; one spanning several is
+        // their reads joined.
+        let mut first: Option<Bytes> = None;
+        let mut joined = BytesMut::new();
+        while let Some(read) = reads.next().await {
+            let read = read.map_err(io)?;
+            match first.take() {
+                None if joined.is_empty() => first = Some(read),
+                earlier => {
+                    if let Some(earlier) = earlier {
+                        joined.reserve((end - offset) as usize);
+                        joined.extend_from_slice(&earlier);
+                    }
+                    joined.extend_from_slice(&read);
+                }
             }
-            // The blobs of a content cover it without a gap; a short read is a broken store.
-            if bytes.len() as i64 != end - offset {
-                return Err(io(format!(
-                    "content {} has {} bytes at {offset}..{end}",
-                    file.file_id,
-                    bytes.len()
-                )));
-            }
+        }
+        let bytes = first.unwrap_or_else(|| joined.freeze());
+        // The blobs of a content cover it without a gap; a short read is a broken store.
+        if bytes.len() as i64 != end - offset {
+            return Err(io(format!(
+                "content {} has {} bytes at {offset}..{end}",
+                file.file_id,
+                bytes.len()
+            )));
         }
         Ok(FileChunk {
             bytes,
@@ -332,7 +356,7 @@ impl Media for MediaService {
         // Every put goes to a fresh key; the row then names it. A re-sent part replaces the
         // row, and the blob it replaced goes after: an upload resumes from any part.
         let key = part_key(owner_id, r.file_id, r.part);
-        self.blobs.put(&key, r.bytes).await.map_err(io)?;
+        self.blobs.put(&key, r.bytes.clone()).await.map_err(io)?;
         let mut replaced = None;
         for attempt in 1..=SAVE_ATTEMPTS {
             if store::insert_part(&self.pool, owner_id, r.file_id, r.part, size, &key)
@@ -354,6 +378,8 @@ impl Media for MediaService {
                 return Err(io("the part's upload kept changing while it was stored"));
             }
         }
+        self.hashes
+            .offer(owner_id, r.file_id, r.part, &key, r.bytes);
         if let Some(old) = replaced
             && let Err(err) = self.blobs.delete(&old).await
         {
@@ -388,11 +414,23 @@ impl Media for MediaService {
                 (0..r.parts).find(|p| stored.get(*p as usize).map(|s| s.part) != Some(*p));
             return Err(oxigram_errors::file_part_missing(first_missing));
         }
-        // The parts are read once, to hash them; their blobs become the content's as they are.
-        let mut hasher = Sha256::new();
-        let mut size = 0i64;
+        // The parts hashed as they came count as far as they are the parts stored, from the
+        // first on; the rest are read back to hash. Their blobs become the content's as they are.
+        let (mut hasher, mut size, hashed) = match self.hashes.take(owner_id, r.file_id) {
+            Some(h)
+                if h.keys.len() <= stored.len()
+                    && h.keys.iter().zip(&stored).all(|(k, p)| *k == p.blob_key) =>
+            {
+                let hashed = h.keys.len();
+                (h.hasher, h.size, hashed)
+            }
+            _ => (Sha256::new(), 0i64, 0),
+        };
         let blobs = self.blobs.clone();
-        let keys: Vec<String> = stored.iter().map(|p| p.blob_key.clone()).collect();
+        let keys: Vec<String> = stored[hashed..]
+            .iter()
+            .map(|p| p.blob_key.clone())
+            .collect();
         let mut reads = futures::stream::iter(keys.into_iter().map(move |key| {
             let blobs = blobs.clone();
             async move { blobs.read_all(&key).await }

@@ -61,7 +61,7 @@ async fn save_parts(
                 request: Some(types::SaveFilePartRequest {
                     file_id: upload_id,
                     part,
-                    bytes,
+                    bytes: bytes.into(),
                 }),
             }))
             .await?;
@@ -120,6 +120,60 @@ fn resolve(owner_id: i64, media: InputMedia) -> Request<ResolveMediaRequest> {
         owner_id,
         media: Some(media),
     })
+}
+
+/// How the parts of a four-part upload reach svc-media: (part, which version of its bytes).
+/// The content is always version 1 of each part, sent last for that part.
+type Order = &'static [(i32, u8)];
+
+#[tokio::test]
+async fn an_upload_hashes_right_whatever_its_parts_order_and_resends() -> anyhow::Result<()> {
+    let s = local().await?;
+    let cases: &[(&str, Order)] = &[
+        ("in order", &[(0, 1), (1, 1), (2, 1), (3, 1)]),
+        ("backwards", &[(3, 1), (2, 1), (1, 1), (0, 1)]),
+        ("shuffled", &[(2, 1), (0, 1), (3, 1), (1, 1)]),
+        // Part 0 hashed, then replaced: the running hash no longer holds.
+        (
+            "a hashed part re-sent",
+            &[(0, 0), (1, 1), (2, 1), (3, 1), (0, 1)],
+        ),
+        // Part 2 waiting for part 1, then replaced while it waits.
+        (
+            "a waiting part re-sent",
+            &[(0, 1), (2, 0), (3, 1), (2, 1), (1, 1)],
+        ),
+        // Part 1 re-sent after everything was hashed, its bytes the same: a new blob all the
+        // same, so the upload is read back to hash.
+        (
+            "the same bytes re-sent",
+            &[(0, 1), (1, 1), (2, 1), (3, 1), (1, 1)],
+        ),
+    ];
+    let part = |p: i32, version: u8| pattern(300_000 + p as usize * 7, p as u8 * 40 + version);
+    for (i, (case, order)) in cases.iter().enumerate() {
+        let upload_id = 500 + i as i64;
+        let sends = order.iter().map(|&(p, v)| (p, part(p, v)));
+        save_parts(&s.media, 1, upload_id, sends).await?;
+        let file = s
+            .media
+            .complete_upload(Request::new(CompleteUploadRequest {
+                owner_id: 1,
+                request: Some(types::CompleteUploadRequest {
+                    file_id: upload_id,
+                    parts: 4,
+                    name: format!("{i}.bin"),
+                }),
+            }))
+            .await?
+            .into_inner();
+        let content: Vec<u8> = (0..4).flat_map(|p| part(p, 1)).collect();
+        assert_eq!(file.sha256, hex::encode(Sha256::digest(&content)), "{case}");
+        assert_eq!(file.size, content.len() as i64, "{case}");
+        let id = sha_file(&s, &file.sha256).await?;
+        assert!(read_whole(&s.media, id).await? == content, "{case}");
+    }
+    Ok(())
 }
 
 #[tokio::test]
@@ -437,7 +491,7 @@ async fn the_collector_takes_what_no_message_took_and_shared_content_last() -> a
             request: Some(types::SaveFilePartRequest {
                 file_id: 9,
                 part: 0,
-                bytes: vec![1; 10],
+                bytes: vec![1; 10].into(),
             }),
         }))
         .await?;

@@ -20,7 +20,7 @@ fn part(owner_id: i64, file_id: i64, part: i32, bytes: &[u8]) -> SaveFilePartReq
         request: Some(types::SaveFilePartRequest {
             file_id,
             part,
-            bytes: bytes.to_vec(),
+            bytes: bytes.to_vec().into(),
         }),
     }
 }
