@@ -283,6 +283,8 @@ async fn save_part(
     bytes: Vec<u8>,
 ) -> anyhow::Result<usize> {
     let len = bytes.len();
+    // Shared by every attempt, never copied.
+    let bytes = bytes::Bytes::from(bytes);
     let mut media = MediaClient::new(client.channel());
     let mut attempt = 0;
     loop {
@@ -524,7 +526,7 @@ async fn window(
                     "the server sent {} bytes at offset {offset}, expected {expected}",
                     bytes.len()
                 );
-                return Ok(bytes);
+                return Ok(bytes.into());
             }
             Err(s) => s,
         };

@@ -23,6 +23,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt, stream};
 use oxigram::Target;
 use oxigram_proto::api::v1::{
@@ -187,15 +188,15 @@ fn sha256_of(path: &Path) -> anyhow::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-async fn read_full(file: &mut tokio::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]).await? {
-            0 => break,
-            n => filled += n,
+/// The next part of `file` (empty at its end), read into a buffer that is not zeroed first.
+async fn read_part(file: &mut tokio::fs::File) -> std::io::Result<Bytes> {
+    let mut buf = BytesMut::with_capacity(PART);
+    while buf.len() < PART {
+        if file.read_buf(&mut buf).await? == 0 {
+            break;
         }
     }
-    Ok(filled)
+    Ok(buf.freeze())
 }
 
 /// Uploads the file in parts of 512 KiB, `in_flight` at once, and completes it.
@@ -207,12 +208,10 @@ async fn upload(
 ) -> anyhow::Result<File> {
     let file = tokio::fs::File::open(path).await?;
     let reader = stream::try_unfold((file, 0i32), |(mut file, part)| async move {
-        let mut buf = vec![0; PART];
-        let n = read_full(&mut file, &mut buf).await?;
-        if n == 0 {
+        let buf = read_part(&mut file).await?;
+        if buf.is_empty() {
             return Ok::<_, anyhow::Error>(None);
         }
-        buf.truncate(n);
         Ok(Some(((part, buf), (file, part + 1))))
     });
     let channel = device.channel();

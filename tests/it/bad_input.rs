@@ -570,7 +570,7 @@ async fn text_with_nul_is_refused_in_every_text_field() -> anyhow::Result<()> {
         .save_file_part(SaveFilePartRequest {
             file_id: 1,
             part: 0,
-            bytes: b"content".to_vec(),
+            bytes: b"content".to_vec().into(),
         })
         .await?;
     let complete = |name: &str| CompleteUploadRequest {

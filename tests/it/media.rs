@@ -11,7 +11,7 @@ fn part(file_id: i64, part: i32, bytes: &[u8]) -> SaveFilePartRequest {
     SaveFilePartRequest {
         file_id,
         part,
-        bytes: bytes.to_vec(),
+        bytes: bytes.to_vec().into(),
     }
 }
 

@@ -573,7 +573,7 @@ async fn a_200_mib_file_goes_up_and_down_within_a_memory_bound() -> anyhow::Resu
             .save_file_part(SaveFilePartRequest {
                 file_id: 5,
                 part: p as i32,
-                bytes,
+                bytes: bytes.into(),
             })
             .await?;
     }

@@ -30,7 +30,7 @@ async fn send_note(
         .save_file_part(SaveFilePartRequest {
             file_id: upload_id,
             part: 0,
-            bytes,
+            bytes: bytes.into(),
         })
         .await?;
     let file = media

@@ -36,7 +36,7 @@ async fn set_photo(device: &TestClient) -> anyhow::Result<i64> {
         .save_file_part(SaveFilePartRequest {
             file_id: 9,
             part: 0,
-            bytes: b"a tiny portrait".to_vec(),
+            bytes: b"a tiny portrait".to_vec().into(),
         })
         .await?;
     let file = media
@@ -290,7 +290,7 @@ async fn the_privacy_matrix() -> anyhow::Result<()> {
                         })
                         .await;
                     match sees {
-                        true => assert_eq!(bytes?.into_inner().bytes, b"a tiny portrait"),
+                        true => assert_eq!(bytes?.into_inner().bytes, b"a tiny portrait"[..]),
                         false => assert_eq!(
                             err_code(bytes).as_deref(),
                             Some("PHOTO_INVALID"),

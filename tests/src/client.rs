@@ -91,7 +91,7 @@ impl TestClient {
                 .save_file_part(SaveFilePartRequest {
                     file_id: upload_id,
                     part: i32::try_from(p)?,
-                    bytes: chunk.to_vec(),
+                    bytes: bytes::Bytes::copy_from_slice(chunk),
                 })
                 .await?;
         }

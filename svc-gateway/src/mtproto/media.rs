@@ -125,7 +125,7 @@ async fn save_part(
             ox::SaveFilePartRequest {
                 file_id,
                 part,
-                bytes,
+                bytes: bytes.into(),
             },
         )?)
         .await
@@ -565,7 +565,7 @@ async fn get_file(gateway: &Arc<Gateway>, header: &str, query: &[u8]) -> Result<
     Ok(enums::upload::File::File(types::upload::File {
         r#type: storage.tl(),
         mtime: 0,
-        bytes: chunk.bytes,
+        bytes: chunk.bytes.to_vec(),
     })
     .to_bytes())
 }
