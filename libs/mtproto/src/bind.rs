@@ -14,6 +14,7 @@ use oxigram_tl::{Cursor, Deserializable, Identifiable, types};
 use rand::RngCore;
 
 use crate::crypto::{AuthKey, Direction, ige_decrypt, ige_encrypt, message_aes_v1, msg_key_v1};
+use crate::envelope::array;
 use crate::handshake::boxed;
 
 /// Why a binding message was refused (the caller answers `ENCRYPTED_MESSAGE_INVALID` to all).
@@ -121,12 +122,6 @@ pub fn decrypt(perm: &AuthKey, encrypted: &[u8]) -> Result<Opened, BindError> {
         seq_no: i32::from_le_bytes(array(&plain[24..28])),
         inner,
     })
-}
-
-fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
-    let mut out = [0u8; N];
-    out.copy_from_slice(&bytes[..N]);
-    out
 }
 
 #[cfg(test)]

@@ -134,7 +134,8 @@ impl Message {
     }
 }
 
-fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+/// The first `N` bytes of `bytes` as an array; callers have checked the length.
+pub(crate) fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     let mut out = [0u8; N];
     out.copy_from_slice(&bytes[..N]);
     out
