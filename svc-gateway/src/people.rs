@@ -22,13 +22,21 @@ pub struct FoundProfile {
     pub keeps_viewer: bool,
 }
 
-/// The users with these ids as `viewer` finds them, ascending (primary keys of users and
-/// contacts).
+/// A user as one viewer finds her, with her last time online (Unix seconds) when one is kept.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct FoundUser {
+    #[sqlx(flatten)]
+    pub found: FoundProfile,
+    pub was_online: Option<i64>,
+}
+
+/// The users with these ids as `viewer` finds them, ascending, with their last seen (primary
+/// keys of users, contacts and last_seen).
 pub async fn profiles_for_viewer(
     pool: &PgPool,
     viewer: i64,
     ids: &[i64],
-) -> Result<Vec<FoundProfile>, sqlx::Error> {
+) -> Result<Vec<FoundUser>, sqlx::Error> {
     sqlx::query_as(include_str!("../sql/profiles_for_viewer.sql"))
         .bind(ids)
         .bind(viewer)

@@ -259,9 +259,27 @@ impl PresenceTracker {
         }
     }
 
-    /// The presence of each of `user_ids` now: two Redis round trips at once (the presence
-    /// hashes, the routes), then Postgres for those Redis knows nothing of.
+    /// The presence of each of `user_ids` now: Redis first ([`Self::live_presences`]), then
+    /// Postgres' last seen for those Redis knows nothing of.
     pub async fn presences(&self, user_ids: &[i64]) -> anyhow::Result<HashMap<i64, Presence>> {
+        let mut found = self.live_presences(user_ids).await?;
+        let unknown: Vec<i64> = found
+            .iter()
+            .filter(|(_, presence)| **presence == Presence::Unknown)
+            .map(|(user, _)| *user)
+            .collect();
+        if !unknown.is_empty() {
+            for (user, was_online) in last_seen::of(&self.pool, &unknown).await? {
+                found.insert(user, Presence::Offline { was_online });
+            }
+        }
+        Ok(found)
+    }
+
+    /// The presence of each of `user_ids` as Redis knows it, in two round trips at once (the
+    /// presence hashes, the routes): `Presence::Unknown` for those it knows nothing of, whose
+    /// last seen is in Postgres (a caller that reads their rows anyway takes it from there).
+    pub async fn live_presences(&self, user_ids: &[i64]) -> anyhow::Result<HashMap<i64, Presence>> {
         if user_ids.is_empty() {
             return Ok(HashMap::new());
         }
@@ -280,7 +298,6 @@ impl PresenceTracker {
         let now = now_ms();
         let ttl = self.route_ttl.as_millis() as i64;
         let mut found = HashMap::with_capacity(user_ids.len());
-        let mut unknown = Vec::new();
         for (user, (until, away, seen)) in user_ids.iter().zip(stored) {
             let stored = Stored {
                 until_ms: until.unwrap_or(0),
@@ -288,16 +305,7 @@ impl PresenceTracker {
                 seen_ms: seen.unwrap_or(0),
             };
             let streams = routes.routes.get(user).is_some_and(|r| !r.is_empty());
-            let presence = presence_of(stored, streams, None, now, ttl);
-            if presence == Presence::Unknown {
-                unknown.push(*user);
-            }
-            found.insert(*user, presence);
-        }
-        if !unknown.is_empty() {
-            for (user, was_online) in last_seen::of(&self.pool, &unknown).await? {
-                found.insert(user, Presence::Offline { was_online });
-            }
+            found.insert(*user, presence_of(stored, streams, None, now, ttl));
         }
         Ok(found)
     }

@@ -12,9 +12,9 @@ use tonic::Status;
 
 use crate::{
     Gateway,
-    people::{self, FoundProfile, Rules},
+    people::{self, FoundProfile, FoundUser, Rules},
     privacy::{Key, Relation, Rule, last_seen_sight},
-    status::project,
+    status::{Presence, project},
     transient::now_ms,
 };
 
@@ -90,27 +90,39 @@ impl Gateway {
             people::profiles_for_viewer(&self.pool, viewer, &ids),
             people::privacy_rules(&self.pool, &others, &USER_KEYS),
             self.blocked_by(viewer, &others),
-            self.presence.presences(&ids),
+            self.presence.live_presences(&ids),
         );
         let found = found.map_err(Error::from)?;
         let rules = rules.map_err(Error::from)?;
         let blocked_by = blocked_by?;
         // A status is never worth failing a call: when presence cannot be read (Redis down),
-        // the users go without one.
+        // the users go without one. Those Redis knows nothing of are offline since the last
+        // seen their rows carry.
         let presences = presences
             .inspect_err(|err| tracing::debug!(error = %err, "users answered without statuses"))
             .unwrap_or_default();
         let now = now_ms() / 1000;
         Ok(found
             .into_iter()
-            .map(|f| {
+            .map(|row| {
+                let FoundUser {
+                    found: f,
+                    was_online,
+                } = row;
+                let presence = match presences.get(&f.profile.id).copied() {
+                    Some(Presence::Unknown) => Some(
+                        was_online
+                            .map(|was_online| Presence::Offline { was_online })
+                            .unwrap_or(Presence::Unknown),
+                    ),
+                    live => live,
+                };
                 let relation = Relation {
                     viewer_id: viewer,
                     owner_id: f.profile.id,
                     in_owner_contacts: f.keeps_viewer,
                     blocked_by_owner: blocked_by.contains(&f.profile.id),
                 };
-                let presence = presences.get(&f.profile.id).copied();
                 let mut user = view(viewer, f, &rules, relation.blocked_by_owner);
                 user.status = presence.and_then(|presence| {
                     let sight =

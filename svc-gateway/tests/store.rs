@@ -7,6 +7,7 @@ use svc_gateway::{
     accounts::{self, CodeCheck},
     last_seen,
     mtproto::keys,
+    people,
 };
 
 async fn schema() -> anyhow::Result<Migrated> {
@@ -553,9 +554,9 @@ mod people_store {
             .iter()
             .map(|f| {
                 (
-                    f.profile.id,
-                    f.contact_first_name.as_deref(),
-                    f.keeps_viewer,
+                    f.found.profile.id,
+                    f.found.contact_first_name.as_deref(),
+                    f.found.keeps_viewer,
                 )
             })
             .collect();
@@ -660,7 +661,7 @@ mod people_store {
         assert_eq!((after.count, after.version), (1, 2));
         assert_ne!(after.hash(&[]), summary.hash(&[]));
         let cat_now = people::profiles_for_viewer(pool, ann, &[cat]).await?;
-        assert_eq!(cat_now[0].contact_first_name, None);
+        assert_eq!(cat_now[0].found.contact_first_name, None);
         Ok(())
     }
 }
@@ -685,6 +686,23 @@ async fn last_seen_is_kept_per_user_and_never_moves_back() -> anyhow::Result<()>
     assert_eq!(seen.len(), 2);
     assert_eq!(seen.get(&alice.id), Some(&1_700_000_050));
     assert_eq!(seen.get(&bob.id), Some(&1_650_000_000));
+    // The users' rows as a viewer finds them carry the same last seen.
+    let carol = accounts::insert_user(pool, "+500", "Carol")
+        .await?
+        .context("a new phone")?;
+    let found = people::profiles_for_viewer(pool, bob.id, &[alice.id, bob.id, carol.id]).await?;
+    let carried: Vec<_> = found
+        .iter()
+        .map(|f| (f.found.profile.id, f.was_online))
+        .collect();
+    assert_eq!(
+        carried,
+        [
+            (alice.id, Some(1_700_000_050)),
+            (bob.id, Some(1_650_000_000)),
+            (carol.id, None)
+        ]
+    );
     Ok(())
 }
 
