@@ -453,5 +453,9 @@ async fn main() -> anyhow::Result<()> {
             "media_rss_peak_kib": media_rss.map(|(_, peak)| peak),
         })
     );
+    // The blob store holds every run's upload: hundreds of MiB to leave behind.
+    let folder = system.dir.clone();
+    drop(system);
+    std::fs::remove_dir_all(&folder).with_context(|| format!("removing {}", folder.display()))?;
     Ok(())
 }
