@@ -2,8 +2,8 @@
 //! or by a reader whose right the gateway checked through a message), the snapshot a message
 //! keeps of a file (a photo's sizes made here), instant upload by hash, and the collector.
 
-use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
 use oxigram_errors::{Error, ErrorCode, check_text, status};
 use oxigram_proto::{
     media::v1::{
@@ -138,25 +138,17 @@ impl MediaService {
             let store = store.clone();
             async move { store.read_range(&b.blob_key, from, to).await }
         });
-        let mut reads = futures::stream::iter(reads).buffered(WINDOW_READS);
+        let reads: Vec<Bytes> = futures::stream::iter(reads)
+            .buffered(WINDOW_READS)
+            .try_collect()
+            .await
+            .map_err(io)?;
         // A window within one blob is that blob's read as it came; one spanning several is
         // their reads joined.
-        let mut first: Option<Bytes> = None;
-        let mut joined = BytesMut::new();
-        while let Some(read) = reads.next().await {
-            let read = read.map_err(io)?;
-            match first.take() {
-                None if joined.is_empty() => first = Some(read),
-                earlier => {
-                    if let Some(earlier) = earlier {
-                        joined.reserve((end - offset) as usize);
-                        joined.extend_from_slice(&earlier);
-                    }
-                    joined.extend_from_slice(&read);
-                }
-            }
-        }
-        let bytes = first.unwrap_or_else(|| joined.freeze());
+        let bytes = match <[Bytes; 1]>::try_from(reads) {
+            Ok([one]) => one,
+            Err(several) => Bytes::from(several.concat()),
+        };
         // The blobs of a content cover it without a gap; a short read is a broken store.
         if bytes.len() as i64 != end - offset {
             return Err(io(format!(
