@@ -1,10 +1,13 @@
 //! Pacing of catch-ups in a reconnect storm: an instance runs at most `[streams]
-//! max_concurrent_catch_up` replays and GetDifference calls at once. A device turned away is
+//! max_concurrent_catch_up` replays and GetDifference calls at once, and starts at most
+//! `catch_ups_per_second` of them (0: as fast as slots free up). A device turned away is
 //! told when to come back: at its turn in a queue that moves as fast as slots free up (the
-//! cap over the mean time a slot is held), and never sooner than a wait drawn from
-//! `[retry_after_ms, 2 × retry_after_ms)`. The ones let in are served at full speed rather
-//! than all slowly, and each device turned away comes back about once, when a slot is likely
-//! free, instead of asking again every second until it happens to find one.
+//! cap over the mean time a slot is held) or as the rate allows, whichever is slower, and
+//! never sooner than a wait drawn from `[retry_after_ms, 2 × retry_after_ms)`. The ones let
+//! in are served at full speed rather than all slowly, and each device turned away comes
+//! back about once, when a slot is likely free, instead of asking again every second until
+//! it happens to find one. The rate is what keeps a storm from taking every core the sends
+//! need: catch-ups that only wait for slots run as fast as the machine allows.
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
@@ -19,6 +22,9 @@ use tokio::{
 
 /// What a slot is assumed to be held for before any has been given back.
 const FIRST_HOLD: Duration = Duration::from_millis(100);
+/// How far ahead of the rate a catch-up may start: a device back at its turn a little early
+/// still gets in, and a quiet instance lets a few in at once.
+const RATE_TOLERANCE: Duration = Duration::from_millis(100);
 
 /// The catch-up slots of one gateway instance.
 pub struct CatchUpSlots {
@@ -26,6 +32,8 @@ pub struct CatchUpSlots {
     slots: Option<Arc<Semaphore>>,
     cap: u32,
     retry_after: Duration,
+    /// The time between two starts at the rate (None: no rate).
+    spacing: Option<Duration>,
     queue: Arc<Mutex<Queue>>,
 }
 
@@ -35,6 +43,9 @@ struct Queue {
     last_turn: Instant,
     /// How long a slot is held, a moving average of the slots given back.
     mean_hold: Duration,
+    /// When the next catch-up is due at the rate (a start before it, by more than the
+    /// tolerance, runs ahead of the rate).
+    next_start: Instant,
 }
 
 /// A catch-up's slot, free again when dropped (or no slot at all, when there is no cap).
@@ -61,14 +72,20 @@ impl Queue {
 }
 
 impl CatchUpSlots {
-    pub fn new(max_concurrent: usize, retry_after: Duration) -> Self {
+    /// `max_concurrent` catch-ups at once (0: no cap), started at most `per_second` a second
+    /// (0: no rate); a device turned away waits at least `retry_after`.
+    pub fn new(max_concurrent: usize, per_second: u32, retry_after: Duration) -> Self {
+        let now = Instant::now();
         Self {
-            slots: (max_concurrent > 0).then(|| Arc::new(Semaphore::new(max_concurrent))),
+            slots: (max_concurrent > 0 || per_second > 0)
+                .then(|| Arc::new(Semaphore::new(cap_of(max_concurrent)))),
             cap: u32::try_from(max_concurrent.max(1)).unwrap_or(u32::MAX),
             retry_after: retry_after.max(Duration::from_millis(1)),
+            spacing: (per_second > 0).then(|| Duration::from_secs(1) / per_second),
             queue: Arc::new(Mutex::new(Queue {
-                last_turn: Instant::now(),
+                last_turn: now,
                 mean_hold: FIRST_HOLD,
+                next_start: now,
             })),
         }
     }
@@ -78,31 +95,46 @@ impl CatchUpSlots {
         let Some(slots) = &self.slots else {
             return Ok(Slot { held: None });
         };
-        match slots.clone().try_acquire_owned() {
-            Ok(permit) => Ok(Slot {
-                held: Some((permit, Instant::now(), self.queue.clone())),
-            }),
-            Err(_) => {
-                crate::metrics::catch_up_paced();
-                Err(self.turn())
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let on_time = self
+            .spacing
+            .is_none_or(|_| queue.next_start <= now + RATE_TOLERANCE);
+        if on_time && let Ok(permit) = slots.clone().try_acquire_owned() {
+            if let Some(spacing) = self.spacing {
+                queue.next_start = queue.next_start.max(now) + spacing;
             }
+            return Ok(Slot {
+                held: Some((permit, now, self.queue.clone())),
+            });
         }
+        crate::metrics::catch_up_paced();
+        let turn = self.turn(&mut queue, now);
+        drop(queue);
+        Err(turn.max(self.jittered_wait()))
     }
 
-    /// The wait of a device turned away now: until its turn, one slot's share of the mean
-    /// hold after the turn given before it, or the jittered least wait if that comes later.
-    fn turn(&self) -> Duration {
-        let now = Instant::now();
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        let turn = queue.last_turn.max(now) + queue.mean_hold / self.cap;
+    /// The wait of a device turned away now, until its turn: the turn given before it, then
+    /// one slot's share of the mean hold or the time between two starts at the rate,
+    /// whichever is longer; and never before the rate's next start.
+    fn turn(&self, queue: &mut Queue, now: Instant) -> Duration {
+        let step = (queue.mean_hold / self.cap).max(self.spacing.unwrap_or_default());
+        let turn = (queue.last_turn.max(now) + step).max(queue.next_start);
         queue.last_turn = turn;
-        drop(queue);
-        (turn - now).max(self.jittered_wait())
+        turn - now
     }
 
     fn jittered_wait(&self) -> Duration {
         let base = self.retry_after.as_millis() as u64;
         Duration::from_millis(rand::rng().random_range(base..base.saturating_mul(2).max(base + 1)))
+    }
+}
+
+/// The semaphore's permits for a cap (0: none, so as many as a semaphore holds).
+fn cap_of(max_concurrent: usize) -> usize {
+    match max_concurrent {
+        0 => Semaphore::MAX_PERMITS,
+        cap => cap,
     }
 }
 
@@ -114,7 +146,7 @@ mod tests {
     fn past_the_cap_devices_are_told_jittered_waits_until_a_slot_frees() {
         // Twenty slots held 100 ms each (the first assumption): a turn every 5 ms, so the
         // fifty turned away are all due before the least wait.
-        let slots = CatchUpSlots::new(20, Duration::from_millis(500));
+        let slots = CatchUpSlots::new(20, 0, Duration::from_millis(500));
         let mut held: Vec<_> = (0..20).map(|_| slots.take()).collect();
         assert!(held.iter().all(Result::is_ok));
         let waits: Vec<Duration> = (0..50).filter_map(|_| slots.take().err()).collect();
@@ -134,7 +166,7 @@ mod tests {
     #[test]
     fn a_queue_longer_than_the_least_wait_is_given_turns_as_fast_as_slots_free() {
         // Two slots held 100 ms each (the first assumption): a turn every 50 ms.
-        let slots = CatchUpSlots::new(2, Duration::from_millis(10));
+        let slots = CatchUpSlots::new(2, 0, Duration::from_millis(10));
         let _held = [slots.take(), slots.take()];
         let waits: Vec<Duration> = (0..1000).filter_map(|_| slots.take().err()).collect();
         assert_eq!(waits.len(), 1000);
@@ -157,7 +189,7 @@ mod tests {
 
     #[test]
     fn the_turns_follow_how_long_slots_are_held() {
-        let slots = CatchUpSlots::new(1, Duration::from_millis(1));
+        let slots = CatchUpSlots::new(1, 0, Duration::from_millis(1));
         for _ in 0..32 {
             let mut queue = slots.queue.lock().unwrap_or_else(PoisonError::into_inner);
             queue.given_back(Duration::from_secs(1));
@@ -173,8 +205,30 @@ mod tests {
 
     #[test]
     fn without_a_cap_every_catch_up_runs() {
-        let slots = CatchUpSlots::new(0, Duration::from_millis(500));
+        let slots = CatchUpSlots::new(0, 0, Duration::from_millis(500));
         let held: Vec<_> = (0..1000).map(|_| slots.take()).collect();
         assert!(held.iter().all(Result::is_ok));
+    }
+
+    #[test]
+    fn at_a_rate_catch_ups_start_no_faster_than_it_and_the_rest_get_turns_at_it() {
+        // 100 a second, slots to spare: the first ones within the tolerance (100 ms ahead,
+        // ten starts) get in at once; the next ones are turned away with turns 10 ms apart,
+        // from the rate's next start on.
+        let slots = CatchUpSlots::new(1000, 100, Duration::from_millis(1));
+        let held: Vec<_> = (0..11).map(|_| slots.take()).collect();
+        assert!(held.iter().all(Result::is_ok), "eleven start at once");
+        let waits: Vec<Duration> = (0..50).filter_map(|_| slots.take().err()).collect();
+        assert_eq!(waits.len(), 50, "past the tolerance every device waits");
+        assert!(waits.windows(2).all(|w| w[1] > w[0]), "{waits:?}");
+        let last = waits[49];
+        assert!(
+            (Duration::from_millis(590)..Duration::from_millis(610)).contains(&last),
+            "the fiftieth turn is 60 starts away: {last:?}"
+        );
+        // Without a cap, the rate alone paces.
+        let slots = CatchUpSlots::new(0, 100, Duration::from_millis(1));
+        let started = (0..100).filter(|_| slots.take().is_ok()).count();
+        assert_eq!(started, 11, "the tolerance's worth starts, the rest wait");
     }
 }

@@ -9,12 +9,13 @@
 //! (its last opening not turned away with a wait), the paced retries and the errors (by what
 //! failed and its code), and the concurrent sends' latency against the same load on a quiet
 //! system, then a JSON line (`--storm 0`: the idle streams only; `--catch-ups N`: the
-//! gateway's `streams.max_concurrent_catch_up`). The gateway runs as its own process.
+//! gateway's `streams.max_concurrent_catch_up`; `--catch-up-rate N`: its
+//! `streams.catch_ups_per_second`). The gateway runs as its own process.
 //!
 //! ```sh
 //! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example stream_scale -- \
 //!     [--devices 10000] [--accounts 100] [--connections 100] [--behind 100] [--pairs 4] \
-//!     [--load-secs 10] [--storm 1] [--catch-ups 128]
+//!     [--load-secs 10] [--storm 1] [--catch-ups 128] [--catch-up-rate 0]
 //! ```
 
 use std::{
@@ -48,6 +49,8 @@ struct Args {
     storm: u64,
     /// The gateway's `streams.max_concurrent_catch_up` (0: its default).
     catch_ups: usize,
+    /// The gateway's `streams.catch_ups_per_second` (0: no rate).
+    catch_up_rate: u32,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -60,6 +63,7 @@ fn args() -> anyhow::Result<Args> {
         load_secs: 10,
         storm: 1,
         catch_ups: 0,
+        catch_up_rate: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -73,6 +77,7 @@ fn args() -> anyhow::Result<Args> {
             "--load-secs" => a.load_secs = value,
             "--storm" => a.storm = value,
             "--catch-ups" => a.catch_ups = value as usize,
+            "--catch-up-rate" => a.catch_up_rate = u32::try_from(value)?,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -224,6 +229,7 @@ async fn main() -> anyhow::Result<()> {
     if a.catch_ups > 0 {
         config.streams.max_concurrent_catch_up = a.catch_ups;
     }
+    config.streams.catch_ups_per_second = a.catch_up_rate;
     let logs = ground.dir.clone();
     let system = System::start_with(config, ground, Mode::Processes).await?;
     let outcome = run(&a, &system).await;
@@ -535,6 +541,7 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
         "idle_rss_after_kib": rss_idle,
         "idle_kib_per_stream": per_stream_kib,
         "behind": a.behind,
+        "catch_ups_per_second": a.catch_up_rate,
         "catch_up_p50_ms": percentile(&converged, 0.50),
         "catch_up_p99_ms": percentile(&converged, 0.99),
         "catch_up_max_ms": percentile(&converged, 1.0),

@@ -187,6 +187,11 @@ pub struct StreamsConfig {
     /// (`StreamEvent.retry_after`) and a GetDifference answers FLOOD_WAIT_X, so a reconnect
     /// storm is served in waves instead of all at once.
     pub max_concurrent_catch_up: usize,
+    /// Catch-ups one gateway instance starts a second at most (0: as fast as the cap's slots
+    /// free up). A storm paced by the cap alone runs as fast as the machine allows and takes
+    /// the cores that sends need; a rate below what the machine can serve keeps some for them,
+    /// at the price of a longer storm.
+    pub catch_ups_per_second: u32,
     /// The least wait given to a device turned away by the cap, in ms; each is given a wait
     /// drawn evenly between this and twice this, or its turn in the queue when that is later.
     pub retry_after_ms: u64,
@@ -197,6 +202,7 @@ impl Default for StreamsConfig {
         Self {
             idle_timeout_secs: 900,
             max_concurrent_catch_up: 128,
+            catch_ups_per_second: 0,
             retry_after_ms: 1_000,
         }
     }
