@@ -601,6 +601,18 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             c.streams.idle_timeout_secs.to_string(),
         ),
         (
+            "OXIGRAM_STREAMS__MAX_CONCURRENT_CATCH_UP".into(),
+            c.streams.max_concurrent_catch_up.to_string(),
+        ),
+        (
+            "OXIGRAM_STREAMS__CATCH_UPS_PER_SECOND".into(),
+            c.streams.catch_ups_per_second.to_string(),
+        ),
+        (
+            "OXIGRAM_STREAMS__RETRY_AFTER_MS".into(),
+            c.streams.retry_after_ms.to_string(),
+        ),
+        (
             "OXIGRAM_UPDATES__RETAIN_PER_USER".into(),
             c.updates.retain_per_user.to_string(),
         ),
