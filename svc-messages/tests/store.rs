@@ -2260,3 +2260,55 @@ async fn reading_reactions_clears_the_dialogs_unread_ones_once() -> anyhow::Resu
     );
     Ok(())
 }
+
+/// The plan lines of a read of `owner`'s messages `ids` (sql/messages_of_boxes.sql over
+/// sql/boxes_by_ids.sql) that scan message_reactions, as `EXPLAIN ANALYZE` ran them.
+async fn reaction_scans(db: &Migrated, owner: i64, ids: &[i64]) -> anyhow::Result<Vec<String>> {
+    let read = include_str!("../sql/messages_of_boxes.sql")
+        .replace("{box_query}", include_str!("../sql/boxes_by_ids.sql"));
+    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {read}"
+    )))
+    .bind(owner)
+    .bind(ids)
+    .fetch_all(&db.pool)
+    .await?;
+    Ok(plan
+        .into_iter()
+        .filter(|line| line.contains("on message_reactions"))
+        .collect())
+}
+
+#[tokio::test]
+async fn a_read_looks_up_reactions_only_for_bodies_ever_reacted_to() -> anyhow::Result<()> {
+    let (db, outbox) = schema().await?;
+    sent(&send_one(&db, &outbox, new(ANN, BOB, 1, "one")).await?)?;
+    sent(&send_one(&db, &outbox, new(ANN, BOB, 2, "two")).await?)?;
+    let never_run = |scans: &[String]| scans.iter().all(|s| s.contains("never executed"));
+
+    // No body reacted to: the page never scans message_reactions.
+    let scans = reaction_scans(&db, BOB, &[1, 2]).await?;
+    anyhow::ensure!(!scans.is_empty(), "the read has a reactions lookup");
+    assert!(never_run(&scans), "{scans:#?}");
+
+    // One reaction: its body is looked up, and shows it.
+    react_as(&db, &outbox, BOB, ANN, 1, "👍")
+        .await?
+        .ok()
+        .context("reacted")?;
+    assert!(!never_run(&reaction_scans(&db, BOB, &[1, 2]).await?));
+    assert_eq!(
+        reactions_on(&db, BOB, 1).await?.0,
+        shown(&[("👍", 1, true)])
+    );
+    assert_eq!(reactions_on(&db, BOB, 2).await?.0, shown(&[]));
+
+    // Removed again: still looked up (the mark stays), and none shown.
+    react_as(&db, &outbox, BOB, ANN, 1, "")
+        .await?
+        .ok()
+        .context("removed")?;
+    assert!(!never_run(&reaction_scans(&db, BOB, &[1, 2]).await?));
+    assert_eq!(reactions_on(&db, ANN, 1).await?.0, shown(&[]));
+    Ok(())
+}
