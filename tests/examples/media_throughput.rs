@@ -35,7 +35,7 @@ use oxigram_proto::types::v1::{File, InputPeer, Message, message_media::Kind};
 use oxigram_tests::{Mode, System, TestClient, rss_kib};
 use rand::{RngCore, SeedableRng};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 const MIB: u64 = 1024 * 1024;
 const PART: usize = 512 * 1024;
@@ -245,8 +245,8 @@ async fn upload(
         .into_inner())
 }
 
-/// Downloads message `m`'s file in 1 MiB windows, `in_flight` at once, in order, to `to`
-/// (fsynced).
+/// Downloads message `m`'s file in 1 MiB windows, `in_flight` at once, written in order to
+/// `to` (fsynced) by a thread of its own: writing a window does not hold up the next fetches.
 async fn download(
     device: &TestClient,
     m: &Message,
@@ -276,15 +276,26 @@ async fn download(
             Ok(chunk.bytes)
         }
     });
+    let (to_writer, mut written_by_writer) = tokio::sync::mpsc::channel::<Bytes>(in_flight);
+    let mut out = std::fs::File::create(to)?;
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut written = 0u64;
+        while let Some(bytes) = written_by_writer.blocking_recv() {
+            out.write_all(&bytes)?;
+            written += bytes.len() as u64;
+        }
+        out.sync_all()?;
+        Ok::<_, std::io::Error>(written)
+    });
     let mut chunks = std::pin::pin!(windows.buffered(in_flight));
-    let mut out = tokio::fs::File::create(to).await?;
-    let mut written = 0u64;
     while let Some(bytes) = chunks.try_next().await? {
-        out.write_all(&bytes).await?;
-        written += bytes.len() as u64;
+        // A writer that stopped tells why below.
+        if to_writer.send(bytes).await.is_err() {
+            break;
+        }
     }
-    out.sync_all().await?;
-    Ok(written)
+    drop(to_writer);
+    Ok(writer.await??)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
