@@ -79,7 +79,11 @@ impl CatchUpSlots {
         Self {
             slots: (max_concurrent > 0 || per_second > 0)
                 .then(|| Arc::new(Semaphore::new(cap_of(max_concurrent)))),
-            cap: u32::try_from(max_concurrent.max(1)).unwrap_or(u32::MAX),
+            // No cap: no slot's share of the hold spaces the turns, only the rate.
+            cap: match max_concurrent {
+                0 => u32::MAX,
+                cap => u32::try_from(cap).unwrap_or(u32::MAX),
+            },
             retry_after: retry_after.max(Duration::from_millis(1)),
             spacing: (per_second > 0).then(|| Duration::from_secs(1) / per_second),
             queue: Arc::new(Mutex::new(Queue {
@@ -226,9 +230,20 @@ mod tests {
             (Duration::from_millis(590)..Duration::from_millis(610)).contains(&last),
             "the fiftieth turn is 60 starts away: {last:?}"
         );
-        // Without a cap, the rate alone paces.
+        // Without a cap, the rate alone paces, and spaces the turns.
         let slots = CatchUpSlots::new(0, 100, Duration::from_millis(1));
-        let started = (0..100).filter(|_| slots.take().is_ok()).count();
-        assert_eq!(started, 11, "the tolerance's worth starts, the rest wait");
+        let (started, waits): (Vec<_>, Vec<_>) =
+            (0..100).map(|_| slots.take()).partition(Result::is_ok);
+        assert_eq!(
+            started.len(),
+            11,
+            "the tolerance's worth starts, the rest wait"
+        );
+        let waits: Vec<Duration> = waits.into_iter().filter_map(Result::err).collect();
+        let last = waits[88];
+        assert!(
+            (Duration::from_millis(980)..Duration::from_millis(1_010)).contains(&last),
+            "the 89th turn is 99 starts away: {last:?}"
+        );
     }
 }
