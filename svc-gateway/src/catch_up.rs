@@ -6,11 +6,20 @@
 //! never sooner than a wait drawn from `[retry_after_ms, 2 × retry_after_ms)`. The ones let
 //! in are served at full speed rather than all slowly, and each device turned away comes
 //! back about once, when a slot is likely free, instead of asking again every second until
-//! it happens to find one. The rate is what keeps a storm from taking every core the sends
-//! need: catch-ups that only wait for slots run as fast as the machine allows.
+//! it happens to find one.
+//!
+//! Either bound keeps a storm from taking every core the sends need (catch-ups that only
+//! wait for slots run as fast as the machine allows). A catch-up is one chain of work (a log
+//! read, a message read, the events handed to the stream), busy in one process at a time,
+//! so a small cap bounds how many of the backend's cores a storm takes, whatever their speed;
+//! a rate bounds the same share only on the machine it was chosen for.
 
 use std::{
-    sync::{Arc, Mutex, PoisonError},
+    num::NonZeroU32,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -28,46 +37,48 @@ const RATE_TOLERANCE: Duration = Duration::from_millis(100);
 
 /// The catch-up slots of one gateway instance.
 pub struct CatchUpSlots {
-    /// `None`: no cap.
-    slots: Option<Arc<Semaphore>>,
-    cap: u32,
-    retry_after: Duration,
+    /// The cap and its permits (None: no cap).
+    cap: Option<(NonZeroU32, Arc<Semaphore>)>,
     /// The time between two starts at the rate (None: no rate).
     spacing: Option<Duration>,
-    queue: Arc<Mutex<Queue>>,
+    retry_after: Duration,
+    /// How long a slot is held, in ns: a moving average of the slots given back. Apart from
+    /// the queue so that a catch-up let in under the cap alone takes no lock.
+    mean_hold: Arc<AtomicU64>,
+    queue: Mutex<Queue>,
 }
 
-/// The turns given out to devices turned away.
+/// The turns given out to devices turned away, and the rate's clock.
 struct Queue {
     /// The turn given to the last device turned away.
     last_turn: Instant,
-    /// How long a slot is held, a moving average of the slots given back.
-    mean_hold: Duration,
     /// When the next catch-up is due at the rate (a start before it, by more than the
     /// tolerance, runs ahead of the rate).
     next_start: Instant,
 }
 
-/// A catch-up's slot, free again when dropped (or no slot at all, when there is no cap).
+/// A catch-up's slot, free again when dropped (or no slot at all, when nothing paces).
 pub struct Slot {
-    held: Option<(OwnedSemaphorePermit, Instant, Arc<Mutex<Queue>>)>,
+    _held: Option<Held>,
 }
 
-impl Drop for Slot {
+struct Held {
+    /// None when only the rate paces.
+    _permit: Option<OwnedSemaphorePermit>,
+    taken: Instant,
+    mean_hold: Arc<AtomicU64>,
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
-        if let Some((_, taken, queue)) = &self.held {
-            let held = taken.elapsed();
-            let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.given_back(held);
-        }
-    }
-}
-
-impl Queue {
-    fn given_back(&mut self, held: Duration) {
+        let held = duration_ns(self.taken.elapsed());
         // An eighth of each new hold: steady under noise, yet a storm's slower catch-ups
         // move it within a few dozen.
-        self.mean_hold = (self.mean_hold * 7 + held) / 8;
+        let _ = self
+            .mean_hold
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |mean| {
+                Some(mean - mean / 8 + held / 8)
+            });
     }
 }
 
@@ -76,53 +87,81 @@ impl CatchUpSlots {
     /// (0: no rate); a device turned away waits at least `retry_after`.
     pub fn new(max_concurrent: usize, per_second: u32, retry_after: Duration) -> Self {
         let now = Instant::now();
+        let cap = NonZeroU32::new(u32::try_from(max_concurrent).unwrap_or(u32::MAX)).map(|cap| {
+            let permits = (cap.get() as usize).min(Semaphore::MAX_PERMITS);
+            (cap, Arc::new(Semaphore::new(permits)))
+        });
         Self {
-            slots: (max_concurrent > 0 || per_second > 0)
-                .then(|| Arc::new(Semaphore::new(cap_of(max_concurrent)))),
-            // No cap: no slot's share of the hold spaces the turns, only the rate.
-            cap: match max_concurrent {
-                0 => u32::MAX,
-                cap => u32::try_from(cap).unwrap_or(u32::MAX),
-            },
-            retry_after: retry_after.max(Duration::from_millis(1)),
+            cap,
             spacing: (per_second > 0).then(|| Duration::from_secs(1) / per_second),
-            queue: Arc::new(Mutex::new(Queue {
+            retry_after: retry_after.max(Duration::from_millis(1)),
+            mean_hold: Arc::new(AtomicU64::new(duration_ns(FIRST_HOLD))),
+            queue: Mutex::new(Queue {
                 last_turn: now,
-                mean_hold: FIRST_HOLD,
                 next_start: now,
-            })),
+            }),
         }
     }
 
     /// A slot now, or how long the device should wait before asking again.
     pub fn take(&self) -> Result<Slot, Duration> {
-        let Some(slots) = &self.slots else {
-            return Ok(Slot { held: None });
-        };
-        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        let on_time = self
-            .spacing
-            .is_none_or(|_| queue.next_start <= now + RATE_TOLERANCE);
-        if on_time && let Ok(permit) = slots.clone().try_acquire_owned() {
-            if let Some(spacing) = self.spacing {
+        let permit = match (&self.cap, self.spacing) {
+            (None, None) => return Ok(Slot { _held: None }),
+            // The cap alone: a free permit is all it takes, with no lock.
+            (Some((_, permits)), None) => match permits.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => return Err(self.turned_away()),
+            },
+            (cap, Some(spacing)) => {
+                let now = Instant::now();
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                if queue.next_start > now + RATE_TOLERANCE {
+                    drop(queue);
+                    return Err(self.turned_away());
+                }
+                let permit = match cap {
+                    None => None,
+                    Some((_, permits)) => match permits.clone().try_acquire_owned() {
+                        Ok(permit) => Some(permit),
+                        Err(_) => {
+                            drop(queue);
+                            return Err(self.turned_away());
+                        }
+                    },
+                };
                 queue.next_start = queue.next_start.max(now) + spacing;
+                permit
             }
-            return Ok(Slot {
-                held: Some((permit, now, self.queue.clone())),
-            });
-        }
-        crate::metrics::catch_up_paced();
-        let turn = self.turn(&mut queue, now);
-        drop(queue);
-        Err(turn.max(self.jittered_wait()))
+        };
+        Ok(Slot {
+            _held: Some(Held {
+                _permit: permit,
+                taken: Instant::now(),
+                mean_hold: self.mean_hold.clone(),
+            }),
+        })
     }
 
-    /// The wait of a device turned away now, until its turn: the turn given before it, then
-    /// one slot's share of the mean hold or the time between two starts at the rate,
-    /// whichever is longer; and never before the rate's next start.
+    /// The wait of a device turned away now: until its turn, and never less than a jittered
+    /// least wait.
+    fn turned_away(&self) -> Duration {
+        crate::metrics::catch_up_paced();
+        let now = Instant::now();
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let turn = self.turn(&mut queue, now);
+        drop(queue);
+        turn.max(self.jittered_wait())
+    }
+
+    /// The wait until a device's turn: the turn given before it, then one slot's share of the
+    /// mean hold or the time between two starts at the rate, whichever is longer; and never
+    /// before the rate's next start.
     fn turn(&self, queue: &mut Queue, now: Instant) -> Duration {
-        let step = (queue.mean_hold / self.cap).max(self.spacing.unwrap_or_default());
+        // No cap: no slot's share of the hold spaces the turns, only the rate.
+        let slots_free_every = self.cap.as_ref().map_or(Duration::ZERO, |(cap, _)| {
+            Duration::from_nanos(self.mean_hold.load(Ordering::Relaxed)) / cap.get()
+        });
+        let step = slots_free_every.max(self.spacing.unwrap_or_default());
         let turn = (queue.last_turn.max(now) + step).max(queue.next_start);
         queue.last_turn = turn;
         turn - now
@@ -134,12 +173,8 @@ impl CatchUpSlots {
     }
 }
 
-/// The semaphore's permits for a cap (0: none, so as many as a semaphore holds).
-fn cap_of(max_concurrent: usize) -> usize {
-    match max_concurrent {
-        0 => Semaphore::MAX_PERMITS,
-        cap => cap,
-    }
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -195,8 +230,11 @@ mod tests {
     fn the_turns_follow_how_long_slots_are_held() {
         let slots = CatchUpSlots::new(1, 0, Duration::from_millis(1));
         for _ in 0..32 {
-            let mut queue = slots.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            queue.given_back(Duration::from_secs(1));
+            drop(Held {
+                _permit: None,
+                taken: Instant::now() - Duration::from_secs(1),
+                mean_hold: slots.mean_hold.clone(),
+            });
         }
         let _held = slots.take();
         // Held a second each, one slot: the next device's turn is about a second away.
