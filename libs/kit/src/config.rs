@@ -185,7 +185,9 @@ pub struct StreamsConfig {
     /// Catch-ups (a resumed stream's replay, a GetDifference call) one gateway instance runs
     /// at once (0: no cap). Past it a resumed stream is told to come back later
     /// (`StreamEvent.retry_after`) and a GetDifference answers FLOOD_WAIT_X, so a reconnect
-    /// storm is served in waves instead of all at once.
+    /// storm is served in turns instead of all at once. A catch-up keeps about one core of
+    /// the backend busy while it runs, so the cap is roughly the cores a storm may take from
+    /// the sends: small by default, raised where the backend has cores to spare.
     pub max_concurrent_catch_up: usize,
     /// Catch-ups one gateway instance starts a second at most (0: as fast as the cap's slots
     /// free up). A storm paced by the cap alone runs as fast as the machine allows and takes
@@ -201,7 +203,7 @@ impl Default for StreamsConfig {
     fn default() -> Self {
         Self {
             idle_timeout_secs: 900,
-            max_concurrent_catch_up: 128,
+            max_concurrent_catch_up: 4,
             catch_ups_per_second: 0,
             retry_after_ms: 1_000,
         }
