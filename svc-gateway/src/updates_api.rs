@@ -243,7 +243,7 @@ impl Updates for UpdatesApi {
             run_stream(&gateway, user_id, from_pts, slot, attached, &out).await;
             drop(open);
             let last = gateway.hub.detach(user_id, route.auth_key_id, epoch);
-            if let Err(err) = gateway.routes.unregister(user_id, &route).await {
+            if let Err(err) = Box::pin(gateway.routes.unregister(user_id, &route)).await {
                 tracing::warn!(error = %err, "cannot remove the device route; it will expire");
             }
             if last {
@@ -399,6 +399,52 @@ async fn until(at: Option<tokio::time::Instant>) {
     }
 }
 
+/// How a resumed stream's replay went.
+enum Replayed {
+    /// The updates and the `CaughtUp` marker were sent, up to this pts.
+    Through(i32),
+    /// Too much was missed for a stream: the device was told to call getDifference.
+    DifferenceNeeded,
+    /// The stream ended: its client went away, or it was sent an error.
+    Ended,
+}
+
+/// Sends a resumed stream what its device missed since `from_pts`.
+async fn replay(gateway: &Gateway, user_id: i64, from_pts: i32, out: &Out) -> Replayed {
+    let request = GetDifferenceRequest {
+        pts: from_pts,
+        limit: STREAM_REPLAY_LIMIT,
+    };
+    match gateway.difference(user_id, request).await {
+        Ok(diff) if diff.too_long || diff.is_slice => match out.event(difference_needed()).await {
+            true => Replayed::DifferenceNeeded,
+            false => Replayed::Ended,
+        },
+        Ok(diff) => {
+            let through = diff.state.map_or(from_pts, |s| s.pts);
+            for u in diff.updates {
+                let event = StreamEvent {
+                    kind: Some(stream_event::Kind::Update(u)),
+                };
+                if !out.event(event).await {
+                    return Replayed::Ended;
+                }
+            }
+            let caught_up = StreamEvent {
+                kind: Some(stream_event::Kind::CaughtUp(CaughtUp { pts: through })),
+            };
+            match out.event(caught_up).await {
+                true => Replayed::Through(through),
+                false => Replayed::Ended,
+            }
+        }
+        Err(status) => {
+            out.error(status).await;
+            Replayed::Ended
+        }
+    }
+}
+
 /// Feeds one device's stream until the client goes away, the device logs out, it sent nothing
 /// for `streams.idle_timeout_secs`, or shutdown. Updates come by push; while this instance cannot reach Redis the stream also pulls them
 /// from the log every [`PULL_WHILE_ROUTES_FAIL`], so its device keeps up during the outage.
@@ -414,44 +460,17 @@ async fn run_stream(
     let mut replayed_up_to = 0;
     let mut sent: Option<Sent> = None;
     if from_pts > 0 {
-        let replay = GetDifferenceRequest {
-            pts: from_pts,
-            limit: STREAM_REPLAY_LIMIT,
-        };
-        match gateway.difference(user_id, replay).await {
-            Ok(diff) if diff.too_long || diff.is_slice => {
-                if !out.event(difference_needed()).await {
-                    return;
-                }
-            }
-            Ok(diff) => {
-                replayed_up_to = diff.state.map_or(from_pts, |s| s.pts);
+        // Boxed, as the pulls and the route's removal: a stream's task is allocated at the size
+        // of its largest state for as long as the stream lasts, and these happen once or
+        // seldom, so an idle stream need not carry their room (they took most of it).
+        match Box::pin(replay(gateway, user_id, from_pts, out)).await {
+            Replayed::Through(through) => {
+                replayed_up_to = through;
                 // The client had everything up to its pts, and the replay sent the rest.
-                sent = Some(Sent {
-                    floor: 0,
-                    through: replayed_up_to,
-                });
-                for u in diff.updates {
-                    let event = StreamEvent {
-                        kind: Some(stream_event::Kind::Update(u)),
-                    };
-                    if !out.event(event).await {
-                        return;
-                    }
-                }
-                let caught_up = StreamEvent {
-                    kind: Some(stream_event::Kind::CaughtUp(CaughtUp {
-                        pts: replayed_up_to,
-                    })),
-                };
-                if !out.event(caught_up).await {
-                    return;
-                }
+                sent = Some(Sent { floor: 0, through });
             }
-            Err(status) => {
-                out.error(status).await;
-                return;
-            }
+            Replayed::DifferenceNeeded => {}
+            Replayed::Ended => return,
         }
     }
     // Replayed: the slot is free for the next resumed stream.
@@ -470,7 +489,7 @@ async fn run_stream(
             }
             _ = pulls.tick() => {
                 if gateway.routes_failing.load(Ordering::Relaxed) {
-                    if !pull(gateway, user_id, &mut sent, out).await {
+                    if !Box::pin(pull(gateway, user_id, &mut sent, out)).await {
                         return;
                     }
                     // Pulling for its device: not idle.
