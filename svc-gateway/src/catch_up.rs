@@ -57,14 +57,13 @@ struct Queue {
     next_start: Instant,
 }
 
-/// A catch-up's slot, free again when dropped (or no slot at all, when nothing paces).
+/// A catch-up's slot, free again when dropped (or no slot at all, when there is no cap).
 pub struct Slot {
     _held: Option<Held>,
 }
 
 struct Held {
-    /// None when only the rate paces.
-    _permit: Option<OwnedSemaphorePermit>,
+    _permit: OwnedSemaphorePermit,
     taken: Instant,
     mean_hold: Arc<AtomicU64>,
 }
@@ -105,41 +104,41 @@ impl CatchUpSlots {
 
     /// A slot now, or how long the device should wait before asking again.
     pub fn take(&self) -> Result<Slot, Duration> {
-        let permit = match (&self.cap, self.spacing) {
-            (None, None) => return Ok(Slot { _held: None }),
+        let permit = match self.spacing {
             // The cap alone: a free permit is all it takes, with no lock.
-            (Some((_, permits)), None) => match permits.clone().try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => return Err(self.turned_away()),
-            },
-            (cap, Some(spacing)) => {
+            None => self.free_permit(),
+            Some(spacing) => {
                 let now = Instant::now();
                 let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-                if queue.next_start > now + RATE_TOLERANCE {
-                    drop(queue);
-                    return Err(self.turned_away());
-                }
-                let permit = match cap {
-                    None => None,
-                    Some((_, permits)) => match permits.clone().try_acquire_owned() {
-                        Ok(permit) => Some(permit),
-                        Err(_) => {
-                            drop(queue);
-                            return Err(self.turned_away());
-                        }
-                    },
+                let permit = match queue.next_start > now + RATE_TOLERANCE {
+                    true => Err(()),
+                    false => self.free_permit(),
                 };
-                queue.next_start = queue.next_start.max(now) + spacing;
+                if permit.is_ok() {
+                    queue.next_start = queue.next_start.max(now) + spacing;
+                }
                 permit
             }
         };
-        Ok(Slot {
-            _held: Some(Held {
-                _permit: permit,
-                taken: Instant::now(),
-                mean_hold: self.mean_hold.clone(),
+        match permit {
+            Err(()) => Err(self.turned_away()),
+            // The hold is measured only under a cap, the one thing that reads it.
+            Ok(permit) => Ok(Slot {
+                _held: permit.map(|permit| Held {
+                    _permit: permit,
+                    taken: Instant::now(),
+                    mean_hold: self.mean_hold.clone(),
+                }),
             }),
-        })
+        }
+    }
+
+    /// A permit of the cap (None: no cap), or Err when every slot is taken.
+    fn free_permit(&self) -> Result<Option<OwnedSemaphorePermit>, ()> {
+        match &self.cap {
+            None => Ok(None),
+            Some((_, permits)) => permits.clone().try_acquire_owned().map(Some).map_err(drop),
+        }
     }
 
     /// The wait of a device turned away now: until its turn, and never less than a jittered
@@ -229,9 +228,13 @@ mod tests {
     #[test]
     fn the_turns_follow_how_long_slots_are_held() {
         let slots = CatchUpSlots::new(1, 0, Duration::from_millis(1));
+        let spare = Arc::new(Semaphore::new(32));
         for _ in 0..32 {
+            let Ok(permit) = spare.clone().try_acquire_owned() else {
+                panic!("the spare semaphore has a permit for each");
+            };
             drop(Held {
-                _permit: None,
+                _permit: permit,
                 taken: Instant::now() - Duration::from_secs(1),
                 mean_hold: slots.mean_hold.clone(),
             });
