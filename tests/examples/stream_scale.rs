@@ -15,7 +15,7 @@
 //! ```sh
 //! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example stream_scale -- \
 //!     [--devices 10000] [--accounts 100] [--connections 100] [--behind 100] [--pairs 4] \
-//!     [--load-secs 10] [--storm 1] [--catch-ups 128] [--catch-up-rate 0]
+//!     [--load-secs 10] [--storm 1] [--catch-ups 4] [--catch-up-rate 0]
 //! ```
 
 use std::{
