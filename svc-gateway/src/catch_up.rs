@@ -1,12 +1,18 @@
 //! Pacing of catch-ups in a reconnect storm: an instance runs at most `[streams]
 //! max_concurrent_catch_up` replays and GetDifference calls at once, and starts at most
-//! `catch_ups_per_second` of them (0: as fast as slots free up). A device turned away is
-//! told when to come back: at its turn in a queue that moves as fast as slots free up (the
-//! cap over the mean time a slot is held) or as the rate allows, whichever is slower, and
-//! never sooner than a wait drawn from `[retry_after_ms, 2 × retry_after_ms)`. The ones let
-//! in are served at full speed rather than all slowly, and each device turned away comes
-//! back about once, when a slot is likely free, instead of asking again every second until
-//! it happens to find one.
+//! `catch_ups_per_second` of them (0: as fast as slots free up). Past the cap a catch-up
+//! waits in a line of up to `catch_up_line` places, served in the order it came as soon as a
+//! slot is free (a GetDifference call only as long as a device turned away would wait). Past
+//! the line a device is told when to come back: at its turn in a queue that moves as fast as
+//! slots free up (the cap over the mean time a slot is held) or as the rate allows, whichever
+//! is slower, after half the line ahead of it has gone, and never sooner than a wait drawn
+//! from `[retry_after_ms, 2 × retry_after_ms)`.
+//!
+//! The line is what keeps every slot busy through a storm: a turn told in advance is only a
+//! guess of when a slot will be free, and the guesses made as a storm begins, while the
+//! instance is busy answering every device at once, are the slowest of all, so devices sent
+//! away come back later than slots free up and slots stand idle. A device in line asks
+//! nothing again and costs what its open stream costs anyway.
 //!
 //! Either bound keeps a storm from taking every core the sends need (catch-ups that only
 //! wait for slots run as fast as the machine allows). A catch-up is one chain of work (a log
@@ -18,7 +24,7 @@ use std::{
     num::NonZeroU32,
     sync::{
         Arc, Mutex, PoisonError,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -45,7 +51,29 @@ pub struct CatchUpSlots {
     /// How long a slot is held, in ns: a moving average of the slots given back. Apart from
     /// the queue so that a catch-up let in under the cap alone takes no lock.
     mean_hold: Arc<AtomicU64>,
+    /// How many catch-ups may wait in line for a slot (0: none).
+    line: usize,
+    /// How many wait in line now.
+    waiting: Arc<AtomicUsize>,
     queue: Mutex<Queue>,
+}
+
+/// How a catch-up gets in: a slot at once, or a place in line to wait for one.
+pub enum Entry {
+    Now(Slot),
+    Line(Place),
+}
+
+/// A place in the line for a slot; given up when dropped.
+pub struct Place {
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        crate::metrics::catch_up_line(-1);
+    }
 }
 
 /// The turns given out to devices turned away, and the rate's clock.
@@ -83,8 +111,9 @@ impl Drop for Held {
 
 impl CatchUpSlots {
     /// `max_concurrent` catch-ups at once (0: no cap), started at most `per_second` a second
-    /// (0: no rate); a device turned away waits at least `retry_after`.
-    pub fn new(max_concurrent: usize, per_second: u32, retry_after: Duration) -> Self {
+    /// (0: no rate), up to `line` of them waiting for a slot; a device turned away waits at
+    /// least `retry_after`.
+    pub fn new(max_concurrent: usize, per_second: u32, line: usize, retry_after: Duration) -> Self {
         let now = Instant::now();
         let cap = NonZeroU32::new(u32::try_from(max_concurrent).unwrap_or(u32::MAX)).map(|cap| {
             let permits = (cap.get() as usize).min(Semaphore::MAX_PERMITS);
@@ -95,6 +124,8 @@ impl CatchUpSlots {
             spacing: (per_second > 0).then(|| Duration::from_secs(1) / per_second),
             retry_after: retry_after.max(Duration::from_millis(1)),
             mean_hold: Arc::new(AtomicU64::new(duration_ns(FIRST_HOLD))),
+            line,
+            waiting: Arc::new(AtomicUsize::new(0)),
             queue: Mutex::new(Queue {
                 last_turn: now,
                 next_start: now,
@@ -103,33 +134,95 @@ impl CatchUpSlots {
     }
 
     /// A slot now, or how long the device should wait before asking again.
-    pub fn take(&self) -> Result<Slot, Duration> {
-        let permit = match self.spacing {
-            // The cap alone: a free permit is all it takes, with no lock.
-            None => self.free_permit(),
-            Some(spacing) => {
-                let now = Instant::now();
-                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-                let permit = match queue.next_start > now + RATE_TOLERANCE {
-                    true => Err(()),
-                    false => self.free_permit(),
-                };
-                if permit.is_ok() {
-                    queue.next_start = queue.next_start.max(now) + spacing;
-                }
-                permit
-            }
-        };
-        match permit {
+    fn take(&self) -> Result<Slot, Duration> {
+        match self.permit_now() {
             Err(()) => Err(self.turned_away()),
-            // The hold is measured only under a cap, the one thing that reads it.
-            Ok(permit) => Ok(Slot {
-                _held: permit.map(|permit| Held {
-                    _permit: permit,
-                    taken: Instant::now(),
-                    mean_hold: self.mean_hold.clone(),
-                }),
+            Ok(permit) => Ok(self.held(permit)),
+        }
+    }
+
+    fn held(&self, permit: Option<OwnedSemaphorePermit>) -> Slot {
+        // The hold is measured only under a cap, the one thing that reads it.
+        Slot {
+            _held: permit.map(|permit| Held {
+                _permit: permit,
+                taken: Instant::now(),
+                mean_hold: self.mean_hold.clone(),
             }),
+        }
+    }
+
+    /// A permit the cap (None: no cap) and the rate let start now, or Err.
+    fn permit_now(&self) -> Result<Option<OwnedSemaphorePermit>, ()> {
+        let Some(spacing) = self.spacing else {
+            // The cap alone: a free permit is all it takes, with no lock.
+            return self.free_permit();
+        };
+        let now = Instant::now();
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let permit = match queue.next_start > now + RATE_TOLERANCE {
+            true => Err(()),
+            false => self.free_permit(),
+        };
+        if permit.is_ok() {
+            queue.next_start = queue.next_start.max(now) + spacing;
+        }
+        permit
+    }
+
+    /// A slot now, else a place in line when there is room (only under a cap), else how long
+    /// the device should wait before asking again.
+    pub fn enter(&self) -> Result<Entry, Duration> {
+        let cap_and_room = self.cap.is_some()
+            && self
+                .waiting
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                    (n < self.line).then_some(n + 1)
+                })
+                .is_ok();
+        if !cap_and_room {
+            return self.take().map(Entry::Now);
+        }
+        crate::metrics::catch_up_line(1);
+        let place = Place {
+            waiting: self.waiting.clone(),
+        };
+        // A free slot is taken at once (the place given up); with a line already waiting no
+        // slot is free, since a slot given back goes to the line's first.
+        match self.permit_now() {
+            Ok(permit) => Ok(Entry::Now(self.held(permit))),
+            Err(()) => Ok(Entry::Line(place)),
+        }
+    }
+
+    /// The slot of an entry: at once, or when the line has moved up to it (and the rate, if
+    /// any, lets it start); None only if the slots are closed, which they never are.
+    pub async fn slot(&self, entry: Entry) -> Option<Slot> {
+        let place = match entry {
+            Entry::Now(slot) => return Some(slot),
+            Entry::Line(place) => place,
+        };
+        let (_, permits) = self.cap.as_ref()?;
+        let permit = permits.clone().acquire_owned().await.ok()?;
+        drop(place);
+        if let Some(spacing) = self.spacing {
+            let start = {
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                let start = queue.next_start.max(Instant::now());
+                queue.next_start = start + spacing;
+                start
+            };
+            tokio::time::sleep_until(start).await;
+        }
+        Some(self.held(Some(permit)))
+    }
+
+    /// The slot of an entry within `limit`, or (its place given up) how long the device should
+    /// wait before asking again: for a call that cannot wait as long as a stream can.
+    pub async fn slot_within(&self, entry: Entry, limit: Duration) -> Result<Slot, Duration> {
+        match tokio::time::timeout(limit, self.slot(entry)).await {
+            Ok(Some(slot)) => Ok(slot),
+            Ok(None) | Err(_) => Err(self.turned_away()),
         }
     }
 
@@ -161,7 +254,11 @@ impl CatchUpSlots {
             Duration::from_nanos(self.mean_hold.load(Ordering::Relaxed)) / cap.get()
         });
         let step = slots_free_every.max(self.spacing.unwrap_or_default());
-        let turn = (queue.last_turn.max(now) + step).max(queue.next_start);
+        // Back when half the line ahead has gone: room in it by then, and the rest of it
+        // still keeps the slots busy.
+        let half_line =
+            step * u32::try_from(self.waiting.load(Ordering::Relaxed) / 2).unwrap_or(u32::MAX);
+        let turn = (queue.last_turn.max(now + half_line) + step).max(queue.next_start);
         queue.last_turn = turn;
         turn - now
     }
@@ -184,7 +281,7 @@ mod tests {
     fn past_the_cap_devices_are_told_jittered_waits_until_a_slot_frees() {
         // Twenty slots held 100 ms each (the first assumption): a turn every 5 ms, so the
         // fifty turned away are all due before the least wait.
-        let slots = CatchUpSlots::new(20, 0, Duration::from_millis(500));
+        let slots = CatchUpSlots::new(20, 0, 0, Duration::from_millis(500));
         let mut held: Vec<_> = (0..20).map(|_| slots.take()).collect();
         assert!(held.iter().all(Result::is_ok));
         let waits: Vec<Duration> = (0..50).filter_map(|_| slots.take().err()).collect();
@@ -204,7 +301,7 @@ mod tests {
     #[test]
     fn a_queue_longer_than_the_least_wait_is_given_turns_as_fast_as_slots_free() {
         // Two slots held 100 ms each (the first assumption): a turn every 50 ms.
-        let slots = CatchUpSlots::new(2, 0, Duration::from_millis(10));
+        let slots = CatchUpSlots::new(2, 0, 0, Duration::from_millis(10));
         let _held = [slots.take(), slots.take()];
         let waits: Vec<Duration> = (0..1000).filter_map(|_| slots.take().err()).collect();
         assert_eq!(waits.len(), 1000);
@@ -227,7 +324,7 @@ mod tests {
 
     #[test]
     fn the_turns_follow_how_long_slots_are_held() {
-        let slots = CatchUpSlots::new(1, 0, Duration::from_millis(1));
+        let slots = CatchUpSlots::new(1, 0, 0, Duration::from_millis(1));
         let spare = Arc::new(Semaphore::new(32));
         for _ in 0..32 {
             let Ok(permit) = spare.clone().try_acquire_owned() else {
@@ -250,7 +347,7 @@ mod tests {
 
     #[test]
     fn without_a_cap_every_catch_up_runs() {
-        let slots = CatchUpSlots::new(0, 0, Duration::from_millis(500));
+        let slots = CatchUpSlots::new(0, 0, 0, Duration::from_millis(500));
         let held: Vec<_> = (0..1000).map(|_| slots.take()).collect();
         assert!(held.iter().all(Result::is_ok));
     }
@@ -260,7 +357,7 @@ mod tests {
         // 100 a second, slots to spare: the first ones within the tolerance (100 ms ahead,
         // ten starts) get in at once; the next ones are turned away with turns 10 ms apart,
         // from the rate's next start on.
-        let slots = CatchUpSlots::new(1000, 100, Duration::from_millis(1));
+        let slots = CatchUpSlots::new(1000, 100, 0, Duration::from_millis(1));
         let held: Vec<_> = (0..11).map(|_| slots.take()).collect();
         assert!(held.iter().all(Result::is_ok), "eleven start at once");
         let waits: Vec<Duration> = (0..50).filter_map(|_| slots.take().err()).collect();
@@ -272,7 +369,7 @@ mod tests {
             "the fiftieth turn is 60 starts away: {last:?}"
         );
         // Without a cap, the rate alone paces, and spaces the turns.
-        let slots = CatchUpSlots::new(0, 100, Duration::from_millis(1));
+        let slots = CatchUpSlots::new(0, 100, 0, Duration::from_millis(1));
         let (started, waits): (Vec<_>, Vec<_>) =
             (0..100).map(|_| slots.take()).partition(Result::is_ok);
         assert_eq!(
@@ -285,6 +382,110 @@ mod tests {
         assert!(
             (Duration::from_millis(980)..Duration::from_millis(1_010)).contains(&last),
             "the 89th turn is 99 starts away: {last:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn past_the_cap_catch_ups_wait_in_line_and_get_slots_in_the_order_they_came() {
+        let slots = Arc::new(CatchUpSlots::new(1, 0, 3, Duration::from_millis(500)));
+        let Ok(Entry::Now(first)) = slots.enter() else {
+            panic!("a free slot is taken at once");
+        };
+        let places: Vec<Entry> = (0..3)
+            .map(|_| slots.enter())
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|wait| panic!("three places in line, turned away for {wait:?}"));
+        assert!(places.iter().all(|e| matches!(e, Entry::Line(_))));
+        assert_eq!(slots.waiting.load(Ordering::Relaxed), 3);
+        let Err(wait) = slots.enter() else {
+            panic!("past the line a device is turned away");
+        };
+        assert!(wait >= Duration::from_millis(500), "{wait:?}");
+
+        let (served_tx, mut served) = tokio::sync::mpsc::unbounded_channel();
+        for (n, entry) in places.into_iter().enumerate() {
+            let (slots, served_tx) = (slots.clone(), served_tx.clone());
+            tokio::spawn(async move {
+                let slot = slots.slot(entry).await;
+                let _ = served_tx.send(n);
+                // Held a moment, then given back to the next in line.
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                drop(slot);
+            });
+            // Each waits on the slot before the next one joins.
+            tokio::task::yield_now().await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            served.try_recv().is_err(),
+            "no one is served while the slot is held"
+        );
+        drop(first);
+        let mut order = Vec::new();
+        for _ in 0..3 {
+            let next = tokio::time::timeout(Duration::from_secs(5), served.recv()).await;
+            order.push(next.ok().flatten().unwrap_or(usize::MAX));
+        }
+        assert_eq!(order, [0, 1, 2], "served in the order they came");
+        assert_eq!(
+            slots.waiting.load(Ordering::Relaxed),
+            0,
+            "the line is empty"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_place_given_up_leaves_room_and_a_bounded_wait_turns_the_device_away() {
+        let slots = CatchUpSlots::new(1, 0, 1, Duration::from_millis(200));
+        let Ok(Entry::Now(_held)) = slots.enter() else {
+            panic!("a free slot is taken at once");
+        };
+        let Ok(place) = slots.enter() else {
+            panic!("one place in line");
+        };
+        assert!(slots.enter().is_err(), "the line is full");
+        drop(place);
+        assert!(
+            matches!(slots.enter(), Ok(Entry::Line(_))),
+            "a place given up is free again"
+        );
+        let Ok(place) = slots.enter() else {
+            panic!("one place in line");
+        };
+        let started = Instant::now();
+        let outcome = slots.slot_within(place, Duration::from_millis(50)).await;
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        let Err(wait) = outcome else {
+            panic!("the slot is still held");
+        };
+        assert!(wait >= Duration::from_millis(200), "{wait:?}");
+        assert_eq!(
+            slots.waiting.load(Ordering::Relaxed),
+            0,
+            "its place was given up"
+        );
+    }
+
+    #[test]
+    fn without_a_cap_there_is_no_line() {
+        let slots = CatchUpSlots::new(0, 0, 100, Duration::from_millis(500));
+        assert!((0..200).all(|_| matches!(slots.enter(), Ok(Entry::Now(_)))));
+        assert_eq!(slots.waiting.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_device_turned_away_past_the_line_comes_back_when_half_of_it_has_gone() {
+        // One slot held 100 ms (the first assumption), 100 waiting: a turn every 100 ms, so
+        // the first device past the line is due after the 50 ahead of it, then one more.
+        let slots = CatchUpSlots::new(1, 0, 100, Duration::from_millis(1));
+        let entries: Vec<_> = (0..101).map(|_| slots.enter()).collect();
+        assert!(entries.iter().all(Result::is_ok));
+        let Err(wait) = slots.enter() else {
+            panic!("the line is full");
+        };
+        assert!(
+            (Duration::from_millis(5_000)..Duration::from_millis(5_200)).contains(&wait),
+            "{wait:?}"
         );
     }
 }

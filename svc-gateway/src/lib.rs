@@ -168,6 +168,7 @@ pub async fn run(config: Arc<Config>, shutdown: CancellationToken) -> anyhow::Re
         catch_ups: catch_up::CatchUpSlots::new(
             config.streams.max_concurrent_catch_up,
             config.streams.catch_ups_per_second,
+            config.streams.catch_up_line,
             Duration::from_millis(config.streams.retry_after_ms),
         ),
         outbox: outbox.clone(),

@@ -21,6 +21,7 @@ struct GatewayMetrics {
     pushes: Family<Labels, Counter>,
     difference_updates: Histogram,
     catch_up_paced: Counter,
+    catch_up_line: Gauge,
 }
 
 fn get() -> &'static GatewayMetrics {
@@ -35,6 +36,7 @@ fn get() -> &'static GatewayMetrics {
             // 1 to 4096 updates.
             difference_updates: Histogram::new(exponential_buckets(1.0, 2.0, 13)),
             catch_up_paced: Counter::default(),
+            catch_up_line: Gauge::default(),
         };
         oxigram_telemetry::metrics::register(
             "sends",
@@ -65,6 +67,11 @@ fn get() -> &'static GatewayMetrics {
             "catch_up_paced",
             "Catch-ups (resumed streams' replays, GetDifference calls) turned away with a wait because this instance ran as many as it takes at once",
             m.catch_up_paced.clone(),
+        );
+        oxigram_telemetry::metrics::register(
+            "catch_up_line",
+            "Catch-ups waiting in line for a slot on this instance (resumed streams, GetDifference calls)",
+            m.catch_up_line.clone(),
         );
         m
     })
@@ -119,4 +126,9 @@ pub fn difference(updates: usize) {
 /// A catch-up was turned away with a wait.
 pub fn catch_up_paced() {
     get().catch_up_paced.inc();
+}
+
+/// A catch-up joined (+1) or left (-1) the line for a slot.
+pub fn catch_up_line(change: i64) {
+    get().catch_up_line.inc_by(change);
 }

@@ -26,6 +26,7 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     Gateway, accounts,
+    catch_up::Entry,
     hub::Pushed,
     transient::{self, now_ms},
 };
@@ -131,13 +132,23 @@ impl Updates for UpdatesApi {
                 "too many getDifference calls",
             )
             .await?;
-        let _slot = self.0.catch_ups.take().map_err(|wait| {
+        // A call waits in line no longer than a device turned away would wait at least.
+        let catch_ups = &self.0.catch_ups;
+        let turned_away = |wait: Duration| {
             let seconds = wait.as_millis().div_ceil(1000).max(1) as u32;
             Status::from(oxigram_errors::Error::new(
                 oxigram_errors::ErrorCode::FloodWait(seconds),
                 "this gateway is catching up as many devices as it takes at once",
             ))
-        })?;
+        };
+        let entry = catch_ups.enter().map_err(turned_away)?;
+        let _slot = catch_ups
+            .slot_within(
+                entry,
+                Duration::from_millis(self.0.config.streams.retry_after_ms),
+            )
+            .await
+            .map_err(turned_away)?;
         let mut difference = self.0.difference(me.user_id, request).await?;
         crate::metrics::difference(difference.updates.len());
         difference.users = self
@@ -202,9 +213,9 @@ impl Updates for UpdatesApi {
         // live stream (pts 0) replays nothing and is never turned away. An opening turned away
         // is told its turn before its limit is counted: it cost nothing, and a device that
         // comes back when told is not the one to run out of openings.
-        let slot = if from_pts > 0 {
-            match self.0.catch_ups.take() {
-                Ok(slot) => Some(slot),
+        let entry = if from_pts > 0 {
+            match self.0.catch_ups.enter() {
+                Ok(entry) => Some(entry),
                 Err(wait) => return Ok(Response::new(retry_after(wait))),
             }
         } else {
@@ -219,30 +230,33 @@ impl Updates for UpdatesApi {
             )
             .await?;
         let gateway = self.0.clone();
-        let epoch = epoch_now();
-        // Attach before reading the log, so nothing committed meanwhile slips between the two.
-        let attached = gateway.hub.attach(user_id, me.auth_key_id, epoch);
-        let route = Route {
-            auth_key_id: me.auth_key_id,
-            epoch,
-            push_endpoint: gateway.push_endpoint.clone(),
-        };
-        if let Err(err) = gateway.routes.register(user_id, &route).await {
-            // Degraded: no pushes reach this device until Redis is back (the route keeper then
-            // registers it); getDifference still works.
-            tracing::warn!(error = %err, "cannot register the device route");
-            gateway
-                .routes_dirty
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-        }
+        let auth_key_id = me.auth_key_id;
         let (out, out_rx) = mpsc::channel(64);
         let out = Out(out);
-        gateway.presence.stream_opened(user_id);
         let open = crate::metrics::stream_opened();
+        // A stream that has its slot (or needs none) is attached before it is answered, so
+        // what is pushed from then on reaches it; one in line is attached once its turn
+        // comes, before its replay reads the log.
+        let (entry, joined) = match entry {
+            Some(Entry::Line(place)) => (Some(Entry::Line(place)), None),
+            other => (other, Some(join(&gateway, user_id, auth_key_id).await)),
+        };
         tokio::spawn(async move {
+            let slot = match entry {
+                None => None,
+                Some(entry) => match Box::pin(wait_for_slot(&gateway, entry, &out)).await {
+                    Some(slot) => Some(slot),
+                    None => return,
+                },
+            };
+            let (attached, route) = match joined {
+                Some(joined) => joined,
+                None => join(&gateway, user_id, auth_key_id).await,
+            };
+            let epoch = route.epoch;
             run_stream(&gateway, user_id, from_pts, slot, attached, &out).await;
             drop(open);
-            let last = gateway.hub.detach(user_id, route.auth_key_id, epoch);
+            let last = gateway.hub.detach(user_id, auth_key_id, epoch);
             if let Err(err) = Box::pin(gateway.routes.unregister(user_id, &route)).await {
                 tracing::warn!(error = %err, "cannot remove the device route; it will expire");
             }
@@ -290,6 +304,42 @@ fn retry_after(wait: Duration) -> EventStream {
         })),
     };
     Box::pin(futures::stream::iter([Ok(event)]))
+}
+
+/// Attaches a device's stream to the hub and registers its route: from here on what is
+/// pushed to the device reaches this stream.
+async fn join(gateway: &Gateway, user_id: i64, auth_key_id: i64) -> (crate::hub::Attached, Route) {
+    let epoch = epoch_now();
+    // Attached before the replay reads the log, so nothing committed meanwhile slips between
+    // the two.
+    let attached = gateway.hub.attach(user_id, auth_key_id, epoch);
+    let route = Route {
+        auth_key_id,
+        epoch,
+        push_endpoint: gateway.push_endpoint.clone(),
+    };
+    if let Err(err) = gateway.routes.register(user_id, &route).await {
+        // Degraded: no pushes reach this device until Redis is back (the route keeper then
+        // registers it); getDifference still works.
+        tracing::warn!(error = %err, "cannot register the device route");
+        gateway.routes_dirty.store(true, Ordering::Relaxed);
+    }
+    gateway.presence.stream_opened(user_id);
+    (attached, route)
+}
+
+/// A resumed stream's catch-up slot, once its turn in line comes; None when the client went
+/// away or the gateway shuts down first (the place is given up).
+async fn wait_for_slot(
+    gateway: &Gateway,
+    entry: Entry,
+    out: &Out,
+) -> Option<crate::catch_up::Slot> {
+    tokio::select! {
+        slot = gateway.catch_ups.slot(entry) => slot,
+        _ = out.closed() => None,
+        _ = gateway.shutdown.cancelled() => None,
+    }
 }
 
 fn difference_needed() -> StreamEvent {

@@ -1,7 +1,8 @@
 //! A reconnect storm against a gateway that catches up one device at a time: every device
-//! behind reopens its stream at once, the ones past the cap are told to come back at their
-//! turn (never an error, and never counted against the device's limit of openings), and every
-//! device converges to the account's pts.
+//! behind reopens its stream at once. With a line the ones past the cap wait in it, open,
+//! and are served in turn; without one (or past it) they are told to come back at their turn
+//! (never an error, and never counted against the device's limit of openings). Either way
+//! every device converges to the account's pts.
 
 use std::time::Duration;
 
@@ -14,8 +15,39 @@ const MISSED: i64 = 40;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnect_storm_is_served_in_paced_waves_and_every_device_converges()
 -> anyhow::Result<()> {
+    let outcomes = storm(0).await?;
+    let waits: Vec<Duration> = outcomes.iter().flat_map(|w| w.clone()).collect();
+    assert!(
+        !waits.is_empty(),
+        "one slot and no line for {DEVICES} devices: some were paced"
+    );
+    // Each is told its turn in the queue, never sooner than retry_after_ms; a queue of
+    // twelve catch-ups of forty updates is a few seconds at most.
+    assert!(
+        waits
+            .iter()
+            .all(|w| (Duration::from_millis(50)..Duration::from_secs(5)).contains(w)),
+        "waits of at least retry_after_ms, at a turn within the queue: {waits:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_line_a_reconnect_storm_waits_its_turn_without_asking_again() -> anyhow::Result<()> {
+    let outcomes = storm(DEVICES).await?;
+    assert!(
+        outcomes.iter().all(Vec::is_empty),
+        "one slot, and a place in line for every device: none was sent away: {outcomes:?}"
+    );
+    Ok(())
+}
+
+/// Every device reopens at once against a gateway of one catch-up slot and a line of `line`
+/// places, and converges; the waits each device was told.
+async fn storm(line: usize) -> anyhow::Result<Vec<Vec<Duration>>> {
     let (mut config, ground) = System::config().await?;
     config.streams.max_concurrent_catch_up = 1;
+    config.streams.catch_up_line = line;
     config.streams.retry_after_ms = 50;
     // One opening a device: an opening turned away at the cap must not count against it.
     config.limits.stream_opens_per_device = 1;
@@ -82,23 +114,10 @@ async fn a_reconnect_storm_is_served_in_paced_waves_and_every_device_converges()
         outcomes.iter().all(|(pts, _)| *pts == target),
         "every device converged to {target}: {outcomes:?}"
     );
-    let waits: Vec<Duration> = outcomes.iter().flat_map(|(_, w)| w.clone()).collect();
-    assert!(
-        !waits.is_empty(),
-        "one slot for {DEVICES} devices: some were paced"
-    );
-    // Each is told its turn in the queue, never sooner than retry_after_ms; a queue of
-    // twelve catch-ups of forty updates is a few seconds at most.
-    assert!(
-        waits
-            .iter()
-            .all(|w| (Duration::from_millis(50)..Duration::from_secs(5)).contains(w)),
-        "waits of at least retry_after_ms, at a turn within the queue: {waits:?}"
-    );
 
     // The storm over, its slot is free again: one caller at a time is always served.
     for device in &devices {
         device.difference(start).await?;
     }
-    Ok(())
+    Ok(outcomes.into_iter().map(|(_, waits)| waits).collect())
 }

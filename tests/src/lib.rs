@@ -609,6 +609,10 @@ fn config_env(c: &Config) -> Vec<(String, String)> {
             c.streams.catch_ups_per_second.to_string(),
         ),
         (
+            "OXIGRAM_STREAMS__CATCH_UP_LINE".into(),
+            c.streams.catch_up_line.to_string(),
+        ),
+        (
             "OXIGRAM_STREAMS__RETRY_AFTER_MS".into(),
             c.streams.retry_after_ms.to_string(),
         ),

@@ -183,9 +183,10 @@ pub struct StreamsConfig {
     /// its pts, which registers its route afresh. Bounds what a forgotten stream holds.
     pub idle_timeout_secs: u64,
     /// Catch-ups (a resumed stream's replay, a GetDifference call) one gateway instance runs
-    /// at once (0: no cap). Past it a resumed stream is told to come back later
-    /// (`StreamEvent.retry_after`) and a GetDifference answers FLOOD_WAIT_X, so a reconnect
-    /// storm is served in turns instead of all at once. A catch-up keeps about one core of
+    /// at once (0: no cap). Past it a catch-up waits in line (`catch_up_line`); past the line
+    /// a resumed stream is told to come back later (`StreamEvent.retry_after`) and a
+    /// GetDifference answers FLOOD_WAIT_X, so a reconnect storm is served in turns instead of
+    /// all at once. A catch-up keeps about one core of
     /// the backend busy while it runs, so the cap is roughly the cores a storm may take from
     /// the sends: small by default, raised where the backend has cores to spare.
     pub max_concurrent_catch_up: usize,
@@ -194,6 +195,11 @@ pub struct StreamsConfig {
     /// the cores that sends need; a rate below what the machine can serve keeps some for them,
     /// at the price of a longer storm.
     pub catch_ups_per_second: u32,
+    /// Resumed streams one gateway instance keeps waiting in line for a catch-up slot (0:
+    /// none). A stream in line is open and served as soon as a slot is free, in the order
+    /// they came, so a storm keeps every slot busy without devices asking again; past the line
+    /// a device is told to come back. A waiting stream costs what an open idle stream costs.
+    pub catch_up_line: usize,
     /// The least wait given to a device turned away by the cap, in ms; each is given a wait
     /// drawn evenly between this and twice this, or its turn in the queue when that is later.
     pub retry_after_ms: u64,
@@ -203,8 +209,9 @@ impl Default for StreamsConfig {
     fn default() -> Self {
         Self {
             idle_timeout_secs: 900,
-            max_concurrent_catch_up: 4,
+            max_concurrent_catch_up: 2,
             catch_ups_per_second: 0,
+            catch_up_line: 16_384,
             retry_after_ms: 1_000,
         }
     }
