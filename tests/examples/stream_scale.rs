@@ -10,12 +10,14 @@
 //! failed and its code), and the concurrent sends' latency against the same load on a quiet
 //! system, then a JSON line (`--storm 0`: the idle streams only; `--catch-ups N`: the
 //! gateway's `streams.max_concurrent_catch_up`; `--catch-up-rate N`: its
-//! `streams.catch_ups_per_second`). The gateway runs as its own process.
+//! `streams.catch_ups_per_second`; `--catch-up-line N`: its `streams.catch_up_line`, 0 for
+//! none). A device waiting in the gateway's line counts as let in: its time once let in
+//! includes the wait. The gateway runs as its own process.
 //!
 //! ```sh
 //! OXIGRAM_TEST_INFRA=local cargo run --release -p oxigram-tests --example stream_scale -- \
 //!     [--devices 10000] [--accounts 100] [--connections 100] [--behind 100] [--pairs 4] \
-//!     [--load-secs 10] [--storm 1] [--catch-ups 4] [--catch-up-rate 0]
+//!     [--load-secs 10] [--storm 1] [--catch-ups 2] [--catch-up-rate 0] [--catch-up-line 16384]
 //! ```
 
 use std::{
@@ -51,6 +53,8 @@ struct Args {
     catch_ups: usize,
     /// The gateway's `streams.catch_ups_per_second` (0: no rate).
     catch_up_rate: u32,
+    /// The gateway's `streams.catch_up_line` (None: its default).
+    catch_up_line: Option<usize>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -64,6 +68,7 @@ fn args() -> anyhow::Result<Args> {
         storm: 1,
         catch_ups: 0,
         catch_up_rate: 0,
+        catch_up_line: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -78,6 +83,7 @@ fn args() -> anyhow::Result<Args> {
             "--storm" => a.storm = value,
             "--catch-ups" => a.catch_ups = value as usize,
             "--catch-up-rate" => a.catch_up_rate = u32::try_from(value)?,
+            "--catch-up-line" => a.catch_up_line = Some(value as usize),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -230,6 +236,9 @@ async fn main() -> anyhow::Result<()> {
         config.streams.max_concurrent_catch_up = a.catch_ups;
     }
     config.streams.catch_ups_per_second = a.catch_up_rate;
+    if let Some(line) = a.catch_up_line {
+        config.streams.catch_up_line = line;
+    }
     let logs = ground.dir.clone();
     let system = System::start_with(config, ground, Mode::Processes).await?;
     let outcome = run(&a, &system).await;
@@ -542,6 +551,7 @@ async fn run(a: &Args, system: &System) -> anyhow::Result<()> {
         "idle_kib_per_stream": per_stream_kib,
         "behind": a.behind,
         "catch_ups_per_second": a.catch_up_rate,
+        "catch_up_line": a.catch_up_line,
         "catch_up_p50_ms": percentile(&converged, 0.50),
         "catch_up_p99_ms": percentile(&converged, 0.99),
         "catch_up_max_ms": percentile(&converged, 1.0),
