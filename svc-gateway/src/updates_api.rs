@@ -249,9 +249,11 @@ impl Updates for UpdatesApi {
                     None => return,
                 },
             };
+            // Boxed, as the wait: a stream's task is sized for its largest state for as long
+            // as the stream lasts, and the route's registration happens once.
             let (attached, route) = match joined {
                 Some(joined) => joined,
-                None => join(&gateway, user_id, auth_key_id).await,
+                None => Box::pin(join(&gateway, user_id, auth_key_id)).await,
             };
             let epoch = route.epoch;
             run_stream(&gateway, user_id, from_pts, slot, attached, &out).await;
