@@ -133,14 +133,6 @@ impl CatchUpSlots {
         }
     }
 
-    /// A slot now, or how long the device should wait before asking again.
-    fn take(&self) -> Result<Slot, Duration> {
-        match self.permit_now() {
-            Err(()) => Err(self.turned_away()),
-            Ok(permit) => Ok(self.held(permit)),
-        }
-    }
-
     fn held(&self, permit: Option<OwnedSemaphorePermit>) -> Slot {
         // The hold is measured only under a cap, the one thing that reads it.
         Slot {
@@ -173,26 +165,27 @@ impl CatchUpSlots {
     /// A slot now, else a place in line when there is room (only under a cap), else how long
     /// the device should wait before asking again.
     pub fn enter(&self) -> Result<Entry, Duration> {
-        let cap_and_room = self.cap.is_some()
-            && self
-                .waiting
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                    (n < self.line).then_some(n + 1)
-                })
-                .is_ok();
-        if !cap_and_room {
-            return self.take().map(Entry::Now);
+        if let Ok(permit) = self.permit_now() {
+            return Ok(Entry::Now(self.held(permit)));
         }
+        match self.place_in_line() {
+            Some(place) => Ok(Entry::Line(place)),
+            None => Err(self.turned_away()),
+        }
+    }
+
+    /// A place in line, when there is a cap to wait for and room.
+    fn place_in_line(&self) -> Option<Place> {
+        self.cap.as_ref()?;
+        self.waiting
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.line).then_some(n + 1)
+            })
+            .ok()?;
         crate::metrics::catch_up_line(1);
-        let place = Place {
+        Some(Place {
             waiting: self.waiting.clone(),
-        };
-        // A free slot is taken at once (the place given up); with a line already waiting no
-        // slot is free, since a slot given back goes to the line's first.
-        match self.permit_now() {
-            Ok(permit) => Ok(Entry::Now(self.held(permit))),
-            Err(()) => Ok(Entry::Line(place)),
-        }
+        })
     }
 
     /// The slot of an entry: at once, or when the line has moved up to it (and the rate, if
@@ -282,9 +275,9 @@ mod tests {
         // Twenty slots held 100 ms each (the first assumption): a turn every 5 ms, so the
         // fifty turned away are all due before the least wait.
         let slots = CatchUpSlots::new(20, 0, 0, Duration::from_millis(500));
-        let mut held: Vec<_> = (0..20).map(|_| slots.take()).collect();
+        let mut held: Vec<_> = (0..20).map(|_| slots.enter()).collect();
         assert!(held.iter().all(Result::is_ok));
-        let waits: Vec<Duration> = (0..50).filter_map(|_| slots.take().err()).collect();
+        let waits: Vec<Duration> = (0..50).filter_map(|_| slots.enter().err()).collect();
         assert_eq!(waits.len(), 50, "every device past the cap waits");
         assert!(
             waits
@@ -295,15 +288,15 @@ mod tests {
         let distinct: std::collections::HashSet<_> = waits.iter().collect();
         assert!(distinct.len() > 10, "the waits are spread: {distinct:?}");
         held.pop();
-        assert!(slots.take().is_ok(), "a freed slot is taken again");
+        assert!(slots.enter().is_ok(), "a freed slot is taken again");
     }
 
     #[test]
     fn a_queue_longer_than_the_least_wait_is_given_turns_as_fast_as_slots_free() {
         // Two slots held 100 ms each (the first assumption): a turn every 50 ms.
         let slots = CatchUpSlots::new(2, 0, 0, Duration::from_millis(10));
-        let _held = [slots.take(), slots.take()];
-        let waits: Vec<Duration> = (0..1000).filter_map(|_| slots.take().err()).collect();
+        let _held = [slots.enter(), slots.enter()];
+        let waits: Vec<Duration> = (0..1000).filter_map(|_| slots.enter().err()).collect();
         assert_eq!(waits.len(), 1000);
         // The thousandth device comes back after about 1000 × 50 ms, not after 10 to 20 ms.
         let last = waits[999];
@@ -336,9 +329,9 @@ mod tests {
                 mean_hold: slots.mean_hold.clone(),
             });
         }
-        let _held = slots.take();
+        let _held = slots.enter();
         // Held a second each, one slot: the next device's turn is about a second away.
-        let wait = slots.take().err().unwrap_or_default();
+        let wait = slots.enter().err().unwrap_or_default();
         assert!(
             (Duration::from_millis(900)..Duration::from_millis(1_100)).contains(&wait),
             "{wait:?}"
@@ -348,7 +341,7 @@ mod tests {
     #[test]
     fn without_a_cap_every_catch_up_runs() {
         let slots = CatchUpSlots::new(0, 0, 0, Duration::from_millis(500));
-        let held: Vec<_> = (0..1000).map(|_| slots.take()).collect();
+        let held: Vec<_> = (0..1000).map(|_| slots.enter()).collect();
         assert!(held.iter().all(Result::is_ok));
     }
 
@@ -358,9 +351,9 @@ mod tests {
         // ten starts) get in at once; the next ones are turned away with turns 10 ms apart,
         // from the rate's next start on.
         let slots = CatchUpSlots::new(1000, 100, 0, Duration::from_millis(1));
-        let held: Vec<_> = (0..11).map(|_| slots.take()).collect();
+        let held: Vec<_> = (0..11).map(|_| slots.enter()).collect();
         assert!(held.iter().all(Result::is_ok), "eleven start at once");
-        let waits: Vec<Duration> = (0..50).filter_map(|_| slots.take().err()).collect();
+        let waits: Vec<Duration> = (0..50).filter_map(|_| slots.enter().err()).collect();
         assert_eq!(waits.len(), 50, "past the tolerance every device waits");
         assert!(waits.windows(2).all(|w| w[1] > w[0]), "{waits:?}");
         let last = waits[49];
@@ -371,7 +364,7 @@ mod tests {
         // Without a cap, the rate alone paces, and spaces the turns.
         let slots = CatchUpSlots::new(0, 100, 0, Duration::from_millis(1));
         let (started, waits): (Vec<_>, Vec<_>) =
-            (0..100).map(|_| slots.take()).partition(Result::is_ok);
+            (0..100).map(|_| slots.enter()).partition(Result::is_ok);
         assert_eq!(
             started.len(),
             11,

@@ -237,9 +237,9 @@ impl Updates for UpdatesApi {
         // A stream that has its slot (or needs none) is attached before it is answered, so
         // what is pushed from then on reaches it; one in line is attached once its turn
         // comes, before its replay reads the log.
-        let (entry, joined) = match entry {
-            Some(Entry::Line(place)) => (Some(Entry::Line(place)), None),
-            other => (other, Some(join(&gateway, user_id, auth_key_id).await)),
+        let joined = match &entry {
+            Some(Entry::Line(_)) => None,
+            _ => Some(join(&gateway, user_id, auth_key_id).await),
         };
         tokio::spawn(async move {
             let slot = match entry {
@@ -255,10 +255,9 @@ impl Updates for UpdatesApi {
                 Some(joined) => joined,
                 None => Box::pin(join(&gateway, user_id, auth_key_id)).await,
             };
-            let epoch = route.epoch;
             run_stream(&gateway, user_id, from_pts, slot, attached, &out).await;
             drop(open);
-            let last = gateway.hub.detach(user_id, auth_key_id, epoch);
+            let last = gateway.hub.detach(user_id, auth_key_id, route.epoch);
             if let Err(err) = Box::pin(gateway.routes.unregister(user_id, &route)).await {
                 tracing::warn!(error = %err, "cannot remove the device route; it will expire");
             }
